@@ -1,0 +1,191 @@
+"""RemotingClient: one reused connection per address, requests with timeouts.
+
+Owns: the connection table (``host:port`` -> connection), connecting (concurrent
+callers share one connect attempt), reconnecting on the next request after a
+connection closed, the in-flight bounds (RocketMQ's async and oneway semaphores),
+and idle-connection expiry.
+
+Must not: retry a failed request (callers decide: a producer retries another
+broker, a pull is rescheduled) or interpret response codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from aiorocketmq.remoting.command import RemotingCommand
+from aiorocketmq.remoting.config import RemotingClientConfig
+from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection, acquire_slot
+from aiorocketmq.remoting.errors import (
+    RemotingConnectError,
+    RemotingSendRequestError,
+)
+
+log = logging.getLogger(__name__)
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``"host:port"`` (or ``"[v6]:port"``) -> (host, port).
+
+    Raises:
+        ValueError: the address has no valid port.
+    """
+    host, sep, port_text = address.strip().rpartition(":")
+    if not sep or not host:
+        raise ValueError(f"address {address!r} is not host:port")
+    port = int(port_text)
+    if not 0 < port < 65536:
+        raise ValueError(f"address {address!r} has an invalid port")
+    return host.strip("[]"), port
+
+
+class RemotingClient:
+    """A RocketMQ remoting client.
+
+    Args:
+        config: connect timeout and in-flight bounds.
+        processors: handlers for requests the servers send us (e.g.
+            NOTIFY_CONSUMER_IDS_CHANGED); None answers them REQUEST_CODE_NOT_SUPPORTED.
+    """
+
+    def __init__(
+        self, config: RemotingClientConfig | None = None, processors: ProcessorTable | None = None
+    ) -> None:
+        self.config = config or RemotingClientConfig()
+        self._processors = processors
+        self._connections: dict[str, RemotingConnection] = {}
+        self._connecting: dict[str, asyncio.Future[RemotingConnection]] = {}
+        self._async_slots = asyncio.Semaphore(self.config.client_async_semaphore_value)
+        self._oneway_slots = asyncio.Semaphore(self.config.client_oneway_semaphore_value)
+        self._closed = False
+        self._stopping = asyncio.Event()
+        self._idle_task: asyncio.Task[None] | None = None
+
+    @property
+    def addresses(self) -> list[str]:
+        """Addresses with an open connection."""
+        return [a for a, c in self._connections.items() if not c.is_closed]
+
+    async def invoke(
+        self, address: str, request: RemotingCommand, timeout_ms: int
+    ) -> RemotingCommand:
+        """Send ``request`` to ``address`` and await the reply.
+
+        Raises:
+            RemotingConnectError: cannot connect within the connect timeout.
+            RemotingTimeoutError: no reply within ``timeout_ms``.
+            RemotingSendRequestError: the connection closed before the reply.
+            RemotingTooMuchRequestError: the in-flight bound stayed full for ``timeout_ms``.
+        """
+        deadline = time.monotonic() + timeout_ms / 1000
+        await acquire_slot(self._async_slots, timeout_ms / 1000, address)
+        try:
+            conn = await self.connection(address)
+            remaining_s = max(0.001, deadline - time.monotonic())
+            return await conn.invoke(request, remaining_s)
+        finally:
+            self._async_slots.release()
+
+    async def invoke_oneway(self, address: str, request: RemotingCommand, timeout_ms: int) -> None:
+        """Send ``request`` with the oneway bit set; nothing comes back."""
+        await acquire_slot(self._oneway_slots, timeout_ms / 1000, address)
+        try:
+            conn = await self.connection(address)
+            await conn.invoke_oneway(request, timeout_ms / 1000)
+        finally:
+            self._oneway_slots.release()
+
+    async def connection(self, address: str) -> RemotingConnection:
+        """The open connection to ``address``, connecting if there is none."""
+        conn = self._connections.get(address)
+        if conn is not None and not conn.is_closed:
+            return conn
+        if self._closed:
+            raise RemotingSendRequestError("client is closed", address=address)
+        attempt = self._connecting.get(address)
+        if attempt is None:
+            attempt = asyncio.ensure_future(self._connect(address))
+            self._connecting[address] = attempt
+            attempt.add_done_callback(lambda _f: self._connecting.pop(address, None))
+        return await asyncio.shield(attempt)
+
+    def close_connection(self, address: str) -> None:
+        """Close the connection to ``address`` (pending requests fail at once)."""
+        conn = self._connections.pop(address, None)
+        if conn is not None:
+            conn.abort()
+
+    async def close(self) -> None:
+        """Close every connection and refuse new requests (idempotent)."""
+        self._closed = True
+        self._stopping.set()
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            await asyncio.gather(self._idle_task, return_exceptions=True)
+            self._idle_task = None
+        for attempt in list(self._connecting.values()):
+            attempt.cancel()
+        connections = list(self._connections.values())
+        self._connections.clear()
+        for conn in connections:
+            conn.close()
+        for conn in connections:
+            try:
+                await asyncio.wait_for(conn.wait_closed(), 2.0)
+            except TimeoutError:
+                conn.abort()
+
+    async def _connect(self, address: str) -> RemotingConnection:
+        try:
+            host, port = split_address(address)
+        except ValueError as exc:
+            raise RemotingConnectError(str(exc), address=address) from exc
+        loop = asyncio.get_running_loop()
+        timeout_s = self.config.connect_timeout_millis / 1000
+
+        def factory() -> RemotingConnection:
+            return RemotingConnection(
+                self._processors,
+                max_frame_length=self.config.frame_max_length,
+                write_high_water=self.config.write_buffer_high_water,
+                on_lost=lambda c: self._on_lost(address, c),
+            )
+
+        try:
+            _, conn = await asyncio.wait_for(loop.create_connection(factory, host, port), timeout_s)
+        except (OSError, TimeoutError) as exc:
+            raise RemotingConnectError(
+                f"connect failed: {exc or type(exc).__name__}", address=address
+            ) from exc
+        if self._closed:
+            conn.abort()
+            raise RemotingSendRequestError("client is closed", address=address)
+        self._connections[address] = conn
+        self._ensure_idle_task()
+        log.debug("connected address=%s", address)
+        return conn
+
+    def _on_lost(self, address: str, conn: RemotingConnection) -> None:
+        if self._connections.get(address) is conn:
+            del self._connections[address]
+
+    def _ensure_idle_task(self) -> None:
+        if self._idle_task is None and self.config.client_channel_max_idle_time_seconds > 0:
+            self._idle_task = asyncio.get_running_loop().create_task(self._idle_loop())
+
+    async def _idle_loop(self) -> None:
+        max_idle_s = self.config.client_channel_max_idle_time_seconds
+        period_s = max(0.05, min(10.0, max_idle_s / 4))
+        while not self._stopping.is_set():
+            try:
+                await asyncio.wait_for(self._stopping.wait(), period_s)
+            except TimeoutError:
+                pass
+            now = time.monotonic()
+            for address, conn in list(self._connections.items()):
+                idle = now - conn.last_active_monotonic > max_idle_s
+                if idle and conn.pending_count == 0:
+                    log.debug("closing idle connection address=%s", address)
+                    self.close_connection(address)

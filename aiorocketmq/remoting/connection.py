@@ -1,0 +1,409 @@
+"""One remoting connection: an ``asyncio.Protocol`` shell around ``FrameDecoder``.
+
+Owns: the per-connection opaque counter, the table of requests awaiting replies
+(opaque -> Future, since replies come back in any order), dispatch of incoming
+requests to a ``ProcessorTable``, write batching and flow control.
+
+Must not: parse bytes itself (``frame.py`` does), retry, or know any request code's
+meaning. A malformed frame closes *this* connection only.
+
+Both ends use the same class: a broker's connection from a consumer carries the
+consumer's requests and the broker's NOTIFY_CONSUMER_IDS_CHANGED the other way.
+
+Flow control: when the transport's write buffer passes its high-water mark the
+connection stops reading (a peer that does not read our replies gets no more
+service) and requesters wait before writing; the same happens when more than
+``max_in_flight`` requests of this connection are being processed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias
+
+from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
+from aiorocketmq.remoting.codes import ResponseCode
+from aiorocketmq.remoting.command import RPC_ONEWAY, RPC_RESPONSE, RemotingCommand
+from aiorocketmq.remoting.errors import (
+    ProcessorError,
+    RemotingSendRequestError,
+    RemotingTimeoutError,
+    RemotingTooMuchRequestError,
+)
+from aiorocketmq.remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder, encode_frame_parts
+
+log = logging.getLogger(__name__)
+
+HandlerResult: TypeAlias = RemotingCommand | Awaitable[RemotingCommand | None] | None
+#: A processor: gets the connection and the request, returns the reply (or None for
+#: no reply), either directly or as an awaitable. Plain functions answer inline, in
+#: the same ``data_received`` call, which is what keeps cheap requests cheap.
+Handler: TypeAlias = Callable[["RemotingConnection", RemotingCommand], HandlerResult]
+
+_MAX_OPAQUE = 2**31 - 1
+
+
+class ProcessorTable:
+    """Request handlers keyed by request code, plus an optional default handler."""
+
+    __slots__ = ("_default", "_handlers")
+
+    def __init__(self) -> None:
+        self._handlers: dict[int, Handler] = {}
+        self._default: Handler | None = None
+
+    def register(self, code: int, handler: Handler) -> None:
+        """Route requests with ``code`` to ``handler``; registering a code twice is a bug."""
+        if int(code) in self._handlers:
+            raise ValueError(f"request code {int(code)} already has a processor")
+        self._handlers[int(code)] = handler
+
+    def set_default(self, handler: Handler) -> None:
+        """Handle every code without its own processor (RocketMQ's default processor)."""
+        self._default = handler
+
+    def get(self, code: int) -> Handler | None:
+        """The handler for ``code``, the default one, or None."""
+        return self._handlers.get(code, self._default)
+
+    def __contains__(self, code: object) -> bool:
+        return code in self._handlers
+
+
+def not_supported(request: RemotingCommand) -> RemotingCommand:
+    """The reply RocketMQ gives to a code nobody handles (remark text included)."""
+    return request.response_to(
+        ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
+    )
+
+
+class RemotingConnection(asyncio.Protocol):
+    """A framed RocketMQ connection; see the module docstring.
+
+    Args:
+        processors: handlers for requests the peer sends us (None: answer every
+            request with REQUEST_CODE_NOT_SUPPORTED).
+        max_frame_length: largest frame accepted or sent.
+        max_in_flight: requests of this connection processed at once before we
+            stop reading from it.
+        write_high_water: transport write-buffer size that pauses us.
+        on_lost: called once with this connection when it closes.
+    """
+
+    def __init__(
+        self,
+        processors: ProcessorTable | None = None,
+        *,
+        max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
+        max_in_flight: int = 4096,
+        write_high_water: int = 4 * 1024 * 1024,
+        on_lost: Callable[[RemotingConnection], None] | None = None,
+    ) -> None:
+        self._processors = processors
+        self._decoder = FrameDecoder(max_frame_length)
+        self._max_frame = max_frame_length
+        self._max_in_flight = max_in_flight
+        self._high_water = write_high_water
+        self._on_lost = on_lost
+        self._transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._next_opaque = 0
+        self._batch: list[Any] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._write_paused = False
+        self._reading_paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._closed = self._loop.create_future()
+        self.remote_address = "?"
+        self.last_active_monotonic = time.monotonic()
+        #: Free slots for upper layers (client id, language...), owned by them.
+        self.attributes: dict[str, Any] = {}
+
+    # ---------------------------------------------------------------- asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports do not subclass asyncio.Transport; they implement it.
+        self._transport = transport  # type: ignore[assignment]
+        self._transport.set_write_buffer_limits(high=self._high_water)
+        peer = transport.get_extra_info("peername")
+        if isinstance(peer, tuple) and len(peer) >= 2:
+            self.remote_address = f"{peer[0]}:{peer[1]}"
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active_monotonic = time.monotonic()
+        try:
+            commands = self._decoder.feed(data)
+        except RemoteProtocolError as exc:
+            log.warning(
+                "closing connection after a malformed frame remote=%s error=%s",
+                self.remote_address,
+                exc,
+            )
+            self.abort()
+            return
+        if not commands:
+            return
+        # Replies produced while handling this chunk go out in one gather write.
+        self._batch = []
+        try:
+            for cmd in commands:
+                if cmd.flag & RPC_RESPONSE:
+                    self._on_response(cmd)
+                else:
+                    self._on_request(cmd)
+        finally:
+            batch, self._batch = self._batch, None
+            if batch and self._transport is not None and not self._transport.is_closing():
+                self._transport.writelines(batch)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        error = RemotingSendRequestError("connection closed", address=self.remote_address)
+        if exc is not None:
+            error.__cause__ = exc
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(error)
+        self._wake_drain_waiters()
+        if not self._closed.done():
+            self._closed.set_result(None)
+        if self._on_lost is not None:
+            self._on_lost(self)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._update_reading()
+        self._wake_drain_waiters()
+
+    # ------------------------------------------------------------------ public surface
+
+    @property
+    def is_closed(self) -> bool:
+        """True once the transport is closing or closed."""
+        return self._transport is None or self._transport.is_closing()
+
+    @property
+    def pending_count(self) -> int:
+        """Requests we sent that await a reply."""
+        return len(self._pending)
+
+    @property
+    def in_flight_count(self) -> int:
+        """Requests from the peer being processed by async handlers."""
+        return len(self._tasks)
+
+    async def wait_closed(self) -> None:
+        """Return once ``connection_lost`` has run."""
+        await asyncio.shield(self._closed)
+
+    def close(self) -> None:
+        """Close after queued writes are flushed."""
+        if self._transport is not None:
+            self._transport.close()
+
+    def abort(self) -> None:
+        """Close at once, dropping queued writes."""
+        if self._transport is not None:
+            self._transport.abort()
+
+    async def invoke(self, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
+        """Send ``request`` and await its reply.
+
+        Raises:
+            RemotingTimeoutError: no reply within ``timeout_s``.
+            RemotingSendRequestError: the connection is or became closed.
+            LocalProtocolError: the request cannot be encoded.
+        """
+        if self._write_paused:
+            await self._drain(timeout_s)
+        opaque = self._new_opaque()
+        request.opaque = opaque
+        request.flag &= ~(RPC_RESPONSE | RPC_ONEWAY)
+        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        self._pending[opaque] = future
+        timer = self._loop.call_later(timeout_s, self._expire, opaque, timeout_s)
+        try:
+            self.write_command(request)
+            return await future
+        finally:
+            timer.cancel()
+            self._pending.pop(opaque, None)
+
+    async def invoke_oneway(self, request: RemotingCommand, timeout_s: float) -> None:
+        """Send ``request`` with the oneway bit; no reply is expected."""
+        if self._write_paused:
+            await self._drain(timeout_s)
+        request.opaque = self._new_opaque()
+        request.flag = (request.flag & ~RPC_RESPONSE) | RPC_ONEWAY
+        self.write_command(request)
+
+    def write_command(self, cmd: RemotingCommand) -> None:
+        """Encode and queue ``cmd``; joins the current gather write when inside one.
+
+        Raises:
+            RemotingSendRequestError: the connection is closed.
+            LocalProtocolError: ``cmd`` cannot be encoded.
+        """
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            raise RemotingSendRequestError("connection closed", address=self.remote_address)
+        head, body = encode_frame_parts(cmd, self._max_frame)
+        if self._batch is not None:
+            self._batch.append(head)
+            if body:
+                self._batch.append(body)
+        elif body:
+            transport.writelines((head, body))
+        else:
+            transport.write(head)
+
+    # --------------------------------------------------------------------- internals
+
+    def _new_opaque(self) -> int:
+        self._next_opaque = self._next_opaque + 1 if self._next_opaque < _MAX_OPAQUE else 1
+        return self._next_opaque
+
+    def _expire(self, opaque: int, timeout_s: float) -> None:
+        future = self._pending.pop(opaque, None)
+        if future is not None and not future.done():
+            future.set_exception(
+                RemotingTimeoutError(
+                    f"no reply to opaque {opaque} within {timeout_s * 1000:.0f} ms",
+                    address=self.remote_address,
+                )
+            )
+
+    def _on_response(self, cmd: RemotingCommand) -> None:
+        future = self._pending.pop(cmd.opaque, None)
+        if future is None or future.done():
+            # Late (timed out) or unsolicited: stock clients drop these too.
+            log.debug("reply for unknown opaque=%s remote=%s", cmd.opaque, self.remote_address)
+            return
+        future.set_result(cmd)
+
+    def _on_request(self, request: RemotingCommand) -> None:
+        handler = self._processors.get(request.code) if self._processors is not None else None
+        if handler is None:
+            self._reply(request, not_supported(request))
+            return
+        try:
+            result = handler(self, request)
+        except Exception as exc:
+            self._reply(request, _error_reply(request, exc, self.remote_address))
+            return
+        if inspect.isawaitable(result):
+            task = self._loop.create_task(self._finish_async(request, result))
+            self._tasks.add(task)
+            task.add_done_callback(self._task_done)
+            self._update_reading()
+        else:
+            self._reply(request, result)
+
+    async def _finish_async(
+        self, request: RemotingCommand, pending: Awaitable[RemotingCommand | None]
+    ) -> None:
+        try:
+            reply = await pending
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            reply = _error_reply(request, exc, self.remote_address)
+        self._reply(request, reply)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._update_reading()
+
+    def _reply(self, request: RemotingCommand, reply: RemotingCommand | None) -> None:
+        # Go by the wire bit only: stock clients never set it, so "oneway" sends and
+        # offset commits get answered and the client drops the answer.
+        if reply is None or request.flag & RPC_ONEWAY or self.is_closed:
+            return
+        if not isinstance(reply, RemotingCommand):
+            reply = _error_reply(
+                request,
+                TypeError(f"processor returned {type(reply).__name__}"),
+                self.remote_address,
+            )
+        reply.opaque = request.opaque
+        reply.flag = (reply.flag | RPC_RESPONSE) & ~RPC_ONEWAY
+        reply.serialize_type = request.serialize_type
+        try:
+            self.write_command(reply)
+        except LocalProtocolError as exc:
+            log.warning(
+                "reply not encodable code=%s opaque=%s error=%s", request.code, request.opaque, exc
+            )
+            self.write_command(request.response_to(ResponseCode.SYSTEM_ERROR, str(exc)))
+
+    def _update_reading(self) -> None:
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        should_pause = self._write_paused or len(self._tasks) >= self._max_in_flight
+        if should_pause and not self._reading_paused:
+            transport.pause_reading()
+            self._reading_paused = True
+        elif not should_pause and self._reading_paused:
+            transport.resume_reading()
+            self._reading_paused = False
+
+    async def _drain(self, timeout_s: float) -> None:
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._drain_waiters.append(waiter)
+        try:
+            await asyncio.wait_for(waiter, timeout_s)
+        except TimeoutError:
+            raise RemotingTimeoutError(
+                f"peer did not read for {timeout_s * 1000:.0f} ms", address=self.remote_address
+            ) from None
+        if self.is_closed:
+            raise RemotingSendRequestError("connection closed", address=self.remote_address)
+
+    def _wake_drain_waiters(self) -> None:
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+def _error_reply(request: RemotingCommand, exc: Exception, remote: str) -> RemotingCommand:
+    if isinstance(exc, ProcessorError):
+        return request.response_to(exc.code, exc.remark)
+    # One line per failure, with what identifies the request; the connection stays up.
+    log.error(
+        "processor failed code=%s opaque=%s remote=%s error=%s: %s",
+        request.code,
+        request.opaque,
+        remote,
+        type(exc).__name__,
+        exc,
+        exc_info=log.isEnabledFor(logging.DEBUG),
+    )
+    return request.response_to(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+async def acquire_slot(slots: asyncio.Semaphore, timeout_s: float, address: str) -> None:
+    """Take one in-flight slot, waiting at most ``timeout_s`` when all are taken.
+
+    Raises:
+        RemotingTooMuchRequestError: no slot freed up in time.
+    """
+    if not slots.locked():
+        await slots.acquire()
+        return
+    try:
+        await asyncio.wait_for(slots.acquire(), timeout_s)
+    except TimeoutError:
+        raise RemotingTooMuchRequestError(
+            f"too many requests in flight, waited {timeout_s * 1000:.0f} ms", address=address
+        ) from None

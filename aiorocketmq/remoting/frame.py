@@ -1,0 +1,425 @@
+"""Sans-IO framing and header serialization for RocketMQ remoting.
+
+Owns: turning ``RemotingCommand`` values into frame bytes and an incremental
+``FrameDecoder`` that turns any chunking of a byte stream back into commands.
+
+Must not: touch sockets, the event loop or logging. Bad input raises
+``RemoteProtocolError``; a command that cannot be encoded raises
+``LocalProtocolError``. Nothing else escapes (``struct.error``, ``ValueError``,
+``UnicodeError``... are all translated).
+
+Frame layout (big-endian, ``specs/remoting.md`` §1.1)::
+
+    offset  size  field
+    0       4     length = 4 + header length + body length (not counting itself)
+    4       4     header info: bits 31..24 serialize type, bits 23..0 header length
+    8       h     header (JSON text, ROCKETMQ binary, or MSGPACK)
+    8+h     rest  body
+
+Header serializations, chosen by the type byte:
+
+* 0 JSON: a UTF-8 object with ``code, language (name), version, opaque, flag,
+  remark?, extFields?``. Stock clients send it, the C++ one with a trailing newline
+  counted in the header length; extFields values may be strings, numbers or
+  booleans and are normalised to strings (numbers as decimal text, booleans as
+  ``"true"``/``"false"``).
+* 1 ROCKETMQ (``RocketMQSerializable``): ``short code | byte language | short
+  version | int opaque | int flag | int remarkLen, remark | int extLen, {short
+  keyLen, key, int valLen, val}*``. A zero remark length means no remark.
+* 2 MSGPACK (this project's extension): an array ``[code, language, version,
+  opaque, flag, remark|nil, {extFields}]``.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+
+from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
+from aiorocketmq.remoting.codes import LanguageCode, SerializeType
+from aiorocketmq.remoting.command import Body, RemotingCommand
+
+#: Largest frame accepted or sent, length field included (``com.rocketmq.remoting.frameMaxLength``).
+DEFAULT_MAX_FRAME_LENGTH = 16 * 1024 * 1024
+#: The header length has 24 bits.
+MAX_HEADER_LENGTH = 0xFFFFFF
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT16_MIN, _INT16_MAX = -(2**15), 2**15 - 1
+
+_PREFIX = struct.Struct(">iI")
+_LENGTH = struct.Struct(">i")
+_HEADER_INFO = struct.Struct(">I")
+_BIN_FIXED = struct.Struct(">hbhii")
+_BIN_INT = struct.Struct(">i")
+_BIN_SHORT = struct.Struct(">h")
+
+#: code, opaque, flag, language, version, remark, ext_fields: RemotingCommand's field order.
+_Fields = tuple[int, int, int, LanguageCode, int, str | None, dict[str, str]]
+_SERIALIZE_TYPES = {st.value: st for st in SerializeType}
+
+_LANGUAGE_BY_NAME = {lang.name: lang for lang in LanguageCode}
+_LANGUAGE_BY_VALUE = {lang.value: lang for lang in LanguageCode}
+
+
+# --------------------------------------------------------------------------- values
+
+
+def normalize_ext_value(value: object) -> str | None:
+    """Turn one extFields value as a peer sent it into the string Java would see.
+
+    Stock clients send strings, numbers and booleans (``specs/remoting.md`` §2.6).
+    ``None`` means the field is absent. Nested JSON becomes its compact text.
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if value is None:
+        return None
+    if isinstance(value, float):
+        return repr(value)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _normalize_ext_fields(raw: object) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise RemoteProtocolError("extFields is not an object")
+    out: dict[str, str] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            raise RemoteProtocolError("extFields key is not a string")
+        text = normalize_ext_value(value)
+        if text is not None:
+            out[key] = text
+    return out
+
+
+def _as_int(value: object, name: str, low: int = _INT32_MIN, high: int = _INT32_MAX) -> int:
+    # bool is an int subclass; a header with "code": true is malformed, not code 1.
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str):
+        # fastjson coerces numeric strings, so a lenient peer may send "10".
+        try:
+            number = int(value)
+        except ValueError:
+            raise RemoteProtocolError(f"header field {name} is not an integer: {value!r}") from None
+    else:
+        raise RemoteProtocolError(f"header field {name} is not an integer: {value!r}")
+    if not low <= number <= high:
+        raise RemoteProtocolError(f"header field {name} out of range: {number}")
+    return number
+
+
+def _language(value: object) -> LanguageCode:
+    # An unknown language is not worth dropping a connection for: newer clients add some.
+    if isinstance(value, str):
+        return _LANGUAGE_BY_NAME.get(value, LanguageCode.OTHER)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _LANGUAGE_BY_VALUE.get(value, LanguageCode.OTHER)
+    if value is None:
+        return LanguageCode.JAVA
+    raise RemoteProtocolError(f"header field language is invalid: {value!r}")
+
+
+def _check_encodable(cmd: RemotingCommand, low: int, high: int) -> None:
+    for name, value in (("code", cmd.code), ("opaque", cmd.opaque), ("flag", cmd.flag)):
+        if not _INT32_MIN <= value <= _INT32_MAX:
+            raise LocalProtocolError(f"{name} {value} does not fit in an int32")
+    if not low <= cmd.code <= high or not low <= cmd.version <= high:
+        raise LocalProtocolError(f"code {cmd.code} or version {cmd.version} out of range")
+    for key, value in cmd.ext_fields.items():
+        if type(value) is not str or type(key) is not str:
+            raise LocalProtocolError(f"extFields[{key!r}] must be str -> str, got {value!r}")
+
+
+# ----------------------------------------------------------------------------- JSON
+
+
+def _reject_constant(name: str) -> object:
+    raise RemoteProtocolError(f"JSON constant {name} is not allowed")
+
+
+# Built once: json.dumps/json.loads with keyword arguments build a new codec per call,
+# which costs as much as the encoding itself on the hot path. Both are stateless.
+_JSON_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def encode_json_header(cmd: RemotingCommand) -> bytes:
+    """The JSON header as fastjson writes it: sorted keys, null fields left out."""
+    _check_encodable(cmd, _INT32_MIN, _INT32_MAX)
+    header: dict[str, Any] = {"code": cmd.code}
+    if cmd.ext_fields:
+        header["extFields"] = cmd.ext_fields
+    header["flag"] = cmd.flag
+    header["language"] = cmd.language.name
+    header["opaque"] = cmd.opaque
+    if cmd.remark is not None:
+        header["remark"] = cmd.remark
+    header["serializeTypeCurrentRPC"] = "JSON"
+    header["version"] = cmd.version
+    try:
+        return _JSON_ENCODER.encode(header).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise LocalProtocolError(f"header text is not encodable as UTF-8: {exc}") from exc
+
+
+def decode_json_header(data: Body) -> _Fields:
+    """Parse a JSON header into ``RemotingCommand``'s leading fields, in order."""
+    try:
+        obj = _JSON_DECODER.decode(bytes(data).decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise RemoteProtocolError(f"bad JSON header: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise RemoteProtocolError("JSON header is not an object")
+    remark = obj.get("remark")
+    if remark is not None and not isinstance(remark, str):
+        remark = normalize_ext_value(remark)
+    return (
+        _as_int(obj.get("code"), "code"),
+        _as_int(obj.get("opaque", 0), "opaque"),
+        _as_int(obj.get("flag", 0), "flag"),
+        _language(obj.get("language")),
+        _as_int(obj.get("version", 0), "version"),
+        remark,
+        _normalize_ext_fields(obj.get("extFields")),
+    )
+
+
+# ------------------------------------------------------------------------- ROCKETMQ
+
+
+def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
+    """The binary header of ``RocketMQSerializable`` (code and version are shorts)."""
+    _check_encodable(cmd, _INT16_MIN, _INT16_MAX)
+    try:
+        parts = [_BIN_FIXED.pack(cmd.code, cmd.language.value, cmd.version, cmd.opaque, cmd.flag)]
+        remark = cmd.remark.encode("utf-8") if cmd.remark else b""
+        parts += (_BIN_INT.pack(len(remark)), remark)
+        entries: list[bytes] = []
+        for key, value in cmd.ext_fields.items():
+            kb, vb = key.encode("utf-8"), value.encode("utf-8")
+            entries += (_BIN_SHORT.pack(len(kb)), kb, _BIN_INT.pack(len(vb)), vb)
+    except (struct.error, UnicodeEncodeError) as exc:
+        raise LocalProtocolError(f"cannot encode ROCKETMQ header: {exc}") from exc
+    ext = b"".join(entries)
+    parts += (_BIN_INT.pack(len(ext)), ext)
+    return b"".join(parts)
+
+
+def _take(data: memoryview, pos: int, size: int, what: str) -> int:
+    end = pos + size
+    if size < 0 or end > len(data):
+        raise RemoteProtocolError(f"ROCKETMQ header truncated in {what}")
+    return end
+
+
+def decode_rocketmq_header(data: Body) -> _Fields:
+    """Parse a ROCKETMQ binary header; every length is bounds-checked."""
+    view = memoryview(data)
+    pos = _take(view, 0, _BIN_FIXED.size, "fixed part")
+    code, language, version, opaque, flag = _BIN_FIXED.unpack_from(view, 0)
+    try:
+        (remark_len,) = _BIN_INT.unpack_from(view, pos)
+        pos = _take(view, pos + 4, remark_len, "remark")
+        remark = bytes(view[pos - remark_len : pos]).decode("utf-8") if remark_len > 0 else None
+        (ext_len,) = _BIN_INT.unpack_from(view, pos)
+        pos = _take(view, pos + 4, ext_len, "extFields")
+        ext_fields = _decode_bin_map(view[pos - ext_len : pos])
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise RemoteProtocolError(f"bad ROCKETMQ header: {exc}") from exc
+    if pos != len(view):
+        raise RemoteProtocolError("ROCKETMQ header has trailing bytes")
+    return code, opaque, flag, _language(language), version, remark, ext_fields
+
+
+def _decode_bin_map(view: memoryview) -> dict[str, str]:
+    out: dict[str, str] = {}
+    pos = 0
+    while pos < len(view):
+        (key_len,) = _BIN_SHORT.unpack_from(view, pos)
+        pos = _take(view, pos + 2, key_len, "extFields key")
+        key = bytes(view[pos - key_len : pos]).decode("utf-8")
+        (val_len,) = _BIN_INT.unpack_from(view, pos)
+        pos = _take(view, pos + 4, val_len, "extFields value")
+        out[key] = bytes(view[pos - val_len : pos]).decode("utf-8")
+    return out
+
+
+# -------------------------------------------------------------------------- MSGPACK
+
+
+def encode_msgpack_header(cmd: RemotingCommand) -> bytes:
+    """The MSGPACK header: one array, strings as msgpack str."""
+    _check_encodable(cmd, _INT32_MIN, _INT32_MAX)
+    try:
+        packed: bytes = msgpack.packb(
+            (
+                cmd.code,
+                cmd.language.value,
+                cmd.version,
+                cmd.opaque,
+                cmd.flag,
+                cmd.remark,
+                cmd.ext_fields,
+            ),
+            use_bin_type=True,
+        )
+    except (ValueError, TypeError, OverflowError, UnicodeEncodeError) as exc:
+        raise LocalProtocolError(f"cannot encode MSGPACK header: {exc}") from exc
+    return packed
+
+
+def decode_msgpack_header(data: Body) -> _Fields:
+    """Parse a MSGPACK header; anything but the 7-item array is a protocol error."""
+    try:
+        obj = msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True)
+    except Exception as exc:  # msgpack raises a zoo of types for bad input
+        raise RemoteProtocolError(f"bad MSGPACK header: {exc}") from exc
+    if not isinstance(obj, list) or len(obj) != 7:
+        raise RemoteProtocolError("MSGPACK header is not a 7-item array")
+    code, language, version, opaque, flag, remark, ext = obj
+    if remark is not None and not isinstance(remark, str):
+        raise RemoteProtocolError("MSGPACK remark is not a string")
+    return (
+        _as_int(code, "code"),
+        _as_int(opaque, "opaque"),
+        _as_int(flag, "flag"),
+        _language(language),
+        _as_int(version, "version"),
+        remark,
+        _normalize_ext_fields(ext),
+    )
+
+
+_ENCODERS: dict[int, Callable[[RemotingCommand], bytes]] = {
+    SerializeType.JSON: encode_json_header,
+    SerializeType.ROCKETMQ: encode_rocketmq_header,
+    SerializeType.MSGPACK: encode_msgpack_header,
+}
+_DECODERS: dict[int, Callable[[Body], _Fields]] = {
+    SerializeType.JSON: decode_json_header,
+    SerializeType.ROCKETMQ: decode_rocketmq_header,
+    SerializeType.MSGPACK: decode_msgpack_header,
+}
+
+
+# ---------------------------------------------------------------------------- frames
+
+
+def encode_frame_parts(
+    cmd: RemotingCommand, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH
+) -> tuple[bytes, Body]:
+    """Encode ``cmd`` as (length prefix + header, body) for a gather write.
+
+    Keeping the body separate lets a pull reply hand stored bytes (a memoryview
+    over the CommitLog) to the transport without copying them.
+    """
+    header = _ENCODERS[cmd.serialize_type](cmd)
+    header_len = len(header)
+    if header_len > MAX_HEADER_LENGTH:
+        raise LocalProtocolError(f"header of {header_len} bytes exceeds 24 bits")
+    body = cmd.body
+    length = 4 + header_len + len(body)
+    if length + 4 > max_frame_length:
+        raise LocalProtocolError(f"frame of {length + 4} bytes exceeds {max_frame_length}")
+    info = (int(cmd.serialize_type) << 24) | header_len
+    return _PREFIX.pack(length, info) + header, body
+
+
+def encode_frame(cmd: RemotingCommand, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> bytes:
+    """Encode ``cmd`` as one contiguous frame."""
+    head, body = encode_frame_parts(cmd, max_frame_length)
+    return head + bytes(body) if body else head
+
+
+def decode_frame_payload(data: Body) -> RemotingCommand:
+    """Decode a frame without its 4-byte length prefix (header info, header, body)."""
+    view = memoryview(data)
+    if len(view) < 4:
+        raise RemoteProtocolError("frame shorter than its header-info field")
+    (info,) = _HEADER_INFO.unpack_from(view, 0)
+    serialize_type, header_len = info >> 24, info & MAX_HEADER_LENGTH
+    if 4 + header_len > len(view):
+        raise RemoteProtocolError(f"header length {header_len} exceeds frame length {len(view)}")
+    decoder = _DECODERS.get(serialize_type)
+    if decoder is None:
+        raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
+    code, opaque, flag, language, version, remark, ext = decoder(view[4 : 4 + header_len])
+    body = bytes(view[4 + header_len :])
+    return RemotingCommand(
+        code, opaque, flag, language, version, remark, ext, body, _SERIALIZE_TYPES[serialize_type]
+    )
+
+
+class FrameDecoder:
+    """Incremental frame decoder: feed any chunking, get whole commands back.
+
+    After a protocol error the decoder stays broken: every later ``feed`` raises the
+    same error, because the stream's frame boundaries are lost for good.
+
+    Args:
+        max_frame_length: largest frame accepted, length field included. Checked as
+            soon as the 4 length bytes arrive, so a hostile length never makes us buffer.
+    """
+
+    __slots__ = ("_buf", "_error", "_max")
+
+    def __init__(self, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
+        self._buf = bytearray()
+        self._max = max_frame_length
+        self._error: RemoteProtocolError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet part of a whole frame."""
+        return len(self._buf)
+
+    def feed(self, data: Body) -> list[RemotingCommand]:
+        """Add bytes; return every command they complete (possibly none)."""
+        if self._error is not None:
+            raise self._error
+        if self._buf:
+            self._buf += data
+            buf: Body = self._buf
+        else:
+            buf = data
+        try:
+            commands, consumed = self._split(buf)
+        except RemoteProtocolError as exc:
+            self._error = exc
+            self._buf = bytearray()
+            raise
+        if buf is self._buf:
+            del self._buf[:consumed]
+        elif consumed < len(buf):
+            self._buf = bytearray(memoryview(buf)[consumed:])
+        return commands
+
+    def _split(self, buf: Body) -> tuple[list[RemotingCommand], int]:
+        commands: list[RemotingCommand] = []
+        pos, size = 0, len(buf)
+        view = memoryview(buf)
+        try:
+            while size - pos >= 4:
+                (length,) = _LENGTH.unpack_from(buf, pos)
+                if length < 4 or length + 4 > self._max:
+                    raise RemoteProtocolError(f"frame length {length} outside [4, {self._max - 4}]")
+                end = pos + 4 + length
+                if end > size:
+                    break
+                commands.append(decode_frame_payload(view[pos + 4 : end]))
+                pos = end
+        finally:
+            view.release()
+        return commands, pos
