@@ -34,7 +34,7 @@ import uvloop
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.codes import RequestCode, SerializeType
 from aiorocketmq.remoting.command import RemotingCommand
-from aiorocketmq.remoting.config import RemotingServerConfig
+from aiorocketmq.remoting.config import RemotingClientConfig, RemotingServerConfig
 from aiorocketmq.remoting.connection import ProcessorTable
 from aiorocketmq.remoting.frame import encode_frame
 from aiorocketmq.remoting.server import RemotingServer
@@ -137,8 +137,8 @@ async def _raw_load(port: int, frame: bytes, seconds: float, window: int) -> flo
     return replies / elapsed
 
 
-async def _client_load(port: int, st: SerializeType, body: bytes, seconds: float, window: int):
-    client = RemotingClient()
+async def _client_load(port: int, mode: str, body: bytes, seconds: float, window: int):
+    client = RemotingClient(RemotingClientConfig(serialize_type=mode))
     address = f"127.0.0.1:{port}"
     deadline = time.perf_counter() + seconds
     count = 0
@@ -147,8 +147,7 @@ async def _client_load(port: int, st: SerializeType, body: bytes, seconds: float
         nonlocal count
         while time.perf_counter() < deadline:
             req = RemotingCommand.request(
-                RequestCode.SEND_MESSAGE, {"topic": "BenchTopic", "queueId": "0"}, body,
-                serialize_type=st,
+                RequestCode.SEND_MESSAGE, {"topic": "BenchTopic", "queueId": "0"}, body
             )
             reply = await client.invoke(address, req, 10_000)
             assert reply.code == 0 and len(reply.body) == len(body)
@@ -187,7 +186,9 @@ class _Child:
 def _start(kind: str) -> _Child:
     proc = subprocess.Popen(
         [sys.executable, __file__, "--serve", kind],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -233,28 +234,53 @@ def main() -> None:
         uvloop.run(_serve(args.serve))
         return
     body = os.urandom(args.body)
-    print(f"remoting benchmark: body={args.body} B window={args.window} "
-          f"seconds={args.seconds} cores={os.cpu_count()} python={sys.version.split()[0]}")
-    print(f"{'load':<10} {'server':<18} {'req/s':>10} {'vs echo':>8} {'srv cpu':>8} {'load cpu':>9}")
+    print(
+        f"remoting benchmark: body={args.body} B window={args.window} "
+        f"seconds={args.seconds} cores={os.cpu_count()} python={sys.version.split()[0]}"
+    )
+    print(
+        f"{'load':<10} {'server':<18} {'req/s':>10} {'vs echo':>8} {'srv cpu':>8} {'load cpu':>9}"
+    )
     rows = []
     echo_frame = _frame(SerializeType.JSON, body)
-    rows.append(("raw", "bare echo", *_measure(
-        "echo", lambda p: _raw_load(p, echo_frame, args.seconds, args.window))))
+    rows.append(
+        (
+            "raw",
+            "bare echo",
+            *_measure("echo", lambda p: _raw_load(p, echo_frame, args.seconds, args.window)),
+        )
+    )
     for st in SerializeType:
         frame = _frame(st, body)
-        rows.append(("raw", f"remoting {st.name}", *_measure(
-            "remoting", lambda p, f=frame: _raw_load(p, f, args.seconds, args.window))))
-    for st in SerializeType:
-        rows.append(("client", f"remoting {st.name}", *_measure(
-            "remoting",
-            lambda p, s=st: _client_load(p, s, body, args.seconds, args.window))))
+        rows.append(
+            (
+                "raw",
+                f"remoting {st.name}",
+                *_measure(
+                    "remoting", lambda p, f=frame: _raw_load(p, f, args.seconds, args.window)
+                ),
+            )
+        )
+    for mode in [*(st.name for st in SerializeType), "AUTO"]:
+        rows.append(
+            (
+                "client",
+                f"remoting {mode}",
+                *_measure(
+                    "remoting",
+                    lambda p, m=mode: _client_load(p, m, body, args.seconds, args.window),
+                ),
+            )
+        )
     ceiling = rows[0][2]
     for load, server, rate, srv_cpu, load_cpu in rows:
-        print(f"{load:<10} {server:<18} {rate:>10,.0f} {rate / ceiling:>8.2f} "
-              f"{srv_cpu:>7.0%} {load_cpu:>9.0%}")
+        print(
+            f"{load:<10} {server:<18} {rate:>10,.0f} {rate / ceiling:>8.2f} "
+            f"{srv_cpu:>7.0%} {load_cpu:>9.0%}"
+        )
     e2e = {r[1]: r[2] for r in rows if r[0] == "client"}
-    best = max(e2e, key=lambda k: e2e[k])
-    print(f"end-to-end best: {best} ({e2e[best] / e2e['remoting JSON']:.2f}x JSON)")
+    for mode in ("ROCKETMQ", "MSGPACK", "AUTO"):
+        print(f"end to end, {mode} vs JSON: {e2e[f'remoting {mode}'] / e2e['remoting JSON']:.2f}x")
 
 
 if __name__ == "__main__":

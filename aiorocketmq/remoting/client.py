@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 
+from aiorocketmq.remoting.codes import SerializeType
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.config import RemotingClientConfig
 from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection, acquire_slot
@@ -59,6 +60,8 @@ class RemotingClient:
         self._connecting: dict[str, asyncio.Future[RemotingConnection]] = {}
         self._async_slots = asyncio.Semaphore(self.config.client_async_semaphore_value)
         self._oneway_slots = asyncio.Semaphore(self.config.client_oneway_semaphore_value)
+        mode = self.config.serialize_type
+        self._fixed_type = None if mode == "AUTO" else SerializeType[mode]
         self._closed = False
         self._stopping = asyncio.Event()
         self._idle_task: asyncio.Task[None] | None = None
@@ -83,6 +86,7 @@ class RemotingClient:
         await acquire_slot(self._async_slots, timeout_ms / 1000, address)
         try:
             conn = await self.connection(address)
+            request.serialize_type = self._request_type(conn)
             remaining_s = max(0.001, deadline - time.monotonic())
             return await conn.invoke(request, remaining_s)
         finally:
@@ -93,6 +97,7 @@ class RemotingClient:
         await acquire_slot(self._oneway_slots, timeout_ms / 1000, address)
         try:
             conn = await self.connection(address)
+            request.serialize_type = self._request_type(conn)
             await conn.invoke_oneway(request, timeout_ms / 1000)
         finally:
             self._oneway_slots.release()
@@ -109,7 +114,20 @@ class RemotingClient:
             attempt = asyncio.ensure_future(self._connect(address))
             self._connecting[address] = attempt
             attempt.add_done_callback(lambda _f: self._connecting.pop(address, None))
-        return await asyncio.shield(attempt)
+        try:
+            return await asyncio.shield(attempt)
+        except asyncio.CancelledError:
+            # close() cancels connect attempts; a caller that was not itself cancelled
+            # gets the documented error, not a CancelledError it never asked for.
+            task = asyncio.current_task()
+            if attempt.cancelled() and task is not None and not task.cancelling():
+                raise RemotingSendRequestError("client is closed", address=address) from None
+            raise
+
+    def _request_type(self, conn: RemotingConnection) -> SerializeType:
+        if self._fixed_type is not None:
+            return self._fixed_type
+        return SerializeType.MSGPACK if conn.peer_reads_msgpack else SerializeType.JSON
 
     def close_connection(self, address: str) -> None:
         """Close the connection to ``address`` (pending requests fail at once)."""

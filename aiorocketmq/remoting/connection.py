@@ -22,6 +22,7 @@ import asyncio
 import inspect
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
@@ -45,6 +46,12 @@ HandlerResult: TypeAlias = RemotingCommand | Awaitable[RemotingCommand | None] |
 Handler: TypeAlias = Callable[["RemotingConnection", RemotingCommand], HandlerResult]
 
 _MAX_OPAQUE = 2**31 - 1
+
+#: Reply extField by which an aiorocketmq server tells our client, once per
+#: connection, that it also reads MSGPACK headers. Stock clients ignore unknown
+#: reply fields (a Java broker adds MSG_REGION and TRACE_ON the same way), and a
+#: stock server never sends it, so our client keeps speaking JSON to Apache RocketMQ.
+SERIALIZE_ADVERT_FIELD = "aiorocketmqSerializeTypes"
 
 
 class ProcessorTable:
@@ -102,8 +109,12 @@ class RemotingConnection(asyncio.Protocol):
         max_in_flight: int = 4096,
         write_high_water: int = 4 * 1024 * 1024,
         on_lost: Callable[[RemotingConnection], None] | None = None,
+        advertise_msgpack: bool = False,
     ) -> None:
         self._processors = processors
+        self._advertise = advertise_msgpack
+        #: True once the peer said it reads MSGPACK headers (see SERIALIZE_ADVERT_FIELD).
+        self.peer_reads_msgpack = False
         self._decoder = FrameDecoder(max_frame_length)
         self._max_frame = max_frame_length
         self._max_in_flight = max_in_flight
@@ -115,6 +126,9 @@ class RemotingConnection(asyncio.Protocol):
         self._next_opaque = 0
         self._batch: list[Any] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Requests read past max_in_flight (several frames in one read); dispatched
+        #: in order as handlers finish, while reading stays paused.
+        self._backlog: deque[RemotingCommand] = deque()
         self._write_paused = False
         self._reading_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
@@ -128,8 +142,9 @@ class RemotingConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio.Transport; they implement it.
+        assert hasattr(transport, "write")
         self._transport = transport  # type: ignore[assignment]
-        self._transport.set_write_buffer_limits(high=self._high_water)
+        transport.set_write_buffer_limits(high=self._high_water)  # type: ignore[attr-defined]
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             self.remote_address = f"{peer[0]}:{peer[1]}"
@@ -154,6 +169,8 @@ class RemotingConnection(asyncio.Protocol):
             for cmd in commands:
                 if cmd.flag & RPC_RESPONSE:
                     self._on_response(cmd)
+                elif self._backlog or len(self._tasks) >= self._max_in_flight:
+                    self._backlog.append(cmd)
                 else:
                     self._on_request(cmd)
         finally:
@@ -162,12 +179,14 @@ class RemotingConnection(asyncio.Protocol):
                 self._transport.writelines(batch)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        error = RemotingSendRequestError("connection closed", address=self.remote_address)
-        if exc is not None:
-            error.__cause__ = exc
+        self._backlog.clear()
         pending, self._pending = self._pending, {}
         for future in pending.values():
             if not future.done():
+                # One exception per waiter: a shared instance would collect every
+                # waiter's traceback.
+                error = RemotingSendRequestError("connection closed", address=self.remote_address)
+                error.__cause__ = exc
                 future.set_exception(error)
         self._wake_drain_waiters()
         if not self._closed.done():
@@ -283,6 +302,8 @@ class RemotingConnection(asyncio.Protocol):
             )
 
     def _on_response(self, cmd: RemotingCommand) -> None:
+        if not self.peer_reads_msgpack and SERIALIZE_ADVERT_FIELD in cmd.ext_fields:
+            self.peer_reads_msgpack = "MSGPACK" in cmd.ext_fields[SERIALIZE_ADVERT_FIELD]
         future = self._pending.pop(cmd.opaque, None)
         if future is None or future.done():
             # Late (timed out) or unsolicited: stock clients drop these too.
@@ -321,6 +342,8 @@ class RemotingConnection(asyncio.Protocol):
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
+        while self._backlog and len(self._tasks) < self._max_in_flight and not self.is_closed:
+            self._on_request(self._backlog.popleft())
         self._update_reading()
 
     def _reply(self, request: RemotingCommand, reply: RemotingCommand | None) -> None:
@@ -337,6 +360,9 @@ class RemotingConnection(asyncio.Protocol):
         reply.opaque = request.opaque
         reply.flag = (reply.flag | RPC_RESPONSE) & ~RPC_ONEWAY
         reply.serialize_type = request.serialize_type
+        if self._advertise:
+            self._advertise = False
+            reply.ext_fields = {**reply.ext_fields, SERIALIZE_ADVERT_FIELD: "JSON,ROCKETMQ,MSGPACK"}
         try:
             self.write_command(reply)
         except LocalProtocolError as exc:

@@ -85,7 +85,12 @@ def normalize_ext_value(value: object) -> str | None:
         return None
     if isinstance(value, float):
         return repr(value)
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        # A MSGPACK header can carry bin values, bin map keys and ext types, which
+        # have no JSON text; that is the peer's malformed frame, not our crash.
+        raise RemoteProtocolError(f"extFields value cannot be read as text: {exc}") from exc
 
 
 def _normalize_ext_fields(raw: object) -> dict[str, str]:
@@ -137,9 +142,10 @@ def _check_encodable(cmd: RemotingCommand, low: int, high: int) -> None:
             raise LocalProtocolError(f"{name} {value} does not fit in an int32")
     if not low <= cmd.code <= high or not low <= cmd.version <= high:
         raise LocalProtocolError(f"code {cmd.code} or version {cmd.version} out of range")
-    for key, value in cmd.ext_fields.items():
-        if type(value) is not str or type(key) is not str:
-            raise LocalProtocolError(f"extFields[{key!r}] must be str -> str, got {value!r}")
+    for key, text in cmd.ext_fields.items():
+        # The dict is typed str -> str, but callers are Python: check what reaches the wire.
+        if type(text) is not str or type(key) is not str:
+            raise LocalProtocolError(f"extFields[{key!r}] must be str -> str, got {text!r}")
 
 
 # ----------------------------------------------------------------------------- JSON
@@ -330,7 +336,8 @@ def encode_frame_parts(
     if header_len > MAX_HEADER_LENGTH:
         raise LocalProtocolError(f"header of {header_len} bytes exceeds 24 bits")
     body = cmd.body
-    length = 4 + header_len + len(body)
+    body_len = body.nbytes if isinstance(body, memoryview) else len(body)
+    length = 4 + header_len + body_len
     if length + 4 > max_frame_length:
         raise LocalProtocolError(f"frame of {length + 4} bytes exceeds {max_frame_length}")
     info = (int(cmd.serialize_type) << 24) | header_len

@@ -139,6 +139,7 @@ class RemotingServer:
             max_in_flight=self.config.max_in_flight_per_connection,
             write_high_water=self.config.write_buffer_high_water,
             on_lost=self._on_lost,
+            advertise_msgpack=True,
         )
         self._connections.add(conn)
         # The peer address is known only in connection_made; tell listeners after it.

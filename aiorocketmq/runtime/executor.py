@@ -1,0 +1,147 @@
+"""The one way blocking work leaves the event loop: a named thread pool.
+
+Owns: ``BlockingExecutor``, a named ``ThreadPoolExecutor`` wrapper whose
+``run()`` awaits a blocking function's result on the loop. One per store or
+service (``"store-flush"``, ``"store-clean"``...), so thread dumps and logs say
+whose work a thread is doing.
+
+The contract for functions run here (their names end in ``_blocking``):
+
+- they take every input as an argument and return their result;
+- they never touch loop objects (futures, events, tasks, transports), never
+  call ``loop.call_soon``, and never mutate state the loop also reads: the loop
+  resolves waiters with the returned value;
+- they may block (msync, fsync, preallocate, unlink, scan files).
+
+Must not: be used for CPU-light or non-blocking work (call it directly), hide
+threads (there is no default pool here), or resolve futures from a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, TypeVar, TypeVarTuple
+
+from aiorocketmq.runtime.lifecycle import ServiceStateError
+
+__all__ = ["BlockingExecutor"]
+
+R = TypeVar("R")
+Ts = TypeVarTuple("Ts")
+
+
+class BlockingExecutor:
+    """A named thread pool for ``*_blocking`` functions.
+
+    Example::
+
+        executor = BlockingExecutor("store-flush", max_workers=1)
+        flushed_to = await executor.run(mapped_file.flush_blocking, position)
+        await executor.shutdown()
+
+    Cancelling the coroutine awaiting ``run()`` does not stop a function that
+    already started: threads cannot be interrupted. Its result is discarded.
+    """
+
+    def __init__(self, name: str, max_workers: int = 1) -> None:
+        """Create the pool; threads start lazily, named ``<name>_<n>``.
+
+        Args:
+            name: Thread name prefix, e.g. ``"store-flush"``.
+            max_workers: Upper bound on threads (and concurrent functions).
+
+        Raises:
+            ValueError: If ``max_workers`` is less than 1 or ``name`` is empty.
+        """
+        if not name:
+            raise ValueError("a BlockingExecutor needs a name")
+        if max_workers < 1:
+            raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+        self.name = name
+        self.max_workers = max_workers
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=max_workers, thread_name_prefix=name
+        )
+        self._pending: set[concurrent.futures.Future[Any]] = set()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """True once ``shutdown()`` was called."""
+        return self._closed
+
+    @property
+    def pending(self) -> int:
+        """Functions submitted and not finished yet."""
+        return sum(1 for f in self._pending if not f.done())
+
+    async def run(self, fn: Callable[[*Ts], R], *args: *Ts) -> R:
+        """Run ``fn(*args)`` in a pool thread and return its result.
+
+        Args:
+            fn: A ``*_blocking`` function (see the module docstring).
+            *args: Its inputs, passed positionally.
+
+        Returns:
+            What ``fn`` returned.
+
+        Raises:
+            ServiceStateError: If the executor was shut down.
+            Exception: Whatever ``fn`` raised, unchanged.
+        """
+        if self._closed:
+            raise ServiceStateError(f"executor {self.name!r} is shut down")
+        cfut = self._pool.submit(fn, *args)
+        # _pending is touched only on the loop thread, never from a worker.
+        self._pending.add(cfut)
+        try:
+            return await asyncio.wrap_future(cfut)
+        finally:
+            if cfut.done():
+                self._pending.discard(cfut)
+            else:  # the caller was cancelled while fn runs: forget it once done
+                asyncio.wrap_future(cfut).add_done_callback(lambda afut: self._forget(cfut, afut))
+
+    def _forget(self, cfut: concurrent.futures.Future[Any], afut: asyncio.Future[Any]) -> None:
+        self._pending.discard(cfut)
+        if not afut.cancelled():
+            afut.exception()  # nobody awaits a cancelled caller's result
+
+    async def shutdown(self, wait: bool = True) -> None:
+        """Refuse new work and, if ``wait``, await the work already submitted.
+
+        Idempotent. With ``wait=False`` queued functions that have not started
+        are cancelled and running ones are left to finish in the background.
+
+        Args:
+            wait: Await submitted functions (and join the threads) first.
+        """
+        if self._closed and not wait:
+            return
+        self._closed = True
+        if not wait:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            return
+        self._pool.shutdown(wait=False)
+        running = [f for f in self._pending if not f.done()]
+        if running:
+            # Await completion without blocking the loop; failures belong to
+            # the callers of run(), so they are not re-raised here.
+            waiters = [asyncio.wrap_future(f) for f in running]
+            await asyncio.gather(*waiters, return_exceptions=True)
+        # Every worker is now idle and has been told to exit: joining is brief.
+        self._pool.shutdown(wait=True)
+
+    async def __aenter__(self) -> BlockingExecutor:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.shutdown()

@@ -1,0 +1,169 @@
+"""Message properties: names, the \\x01/\\x02 string form, and 4.9.8 parsing rules."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aiorocketmq.common.errors import LocalProtocolError
+from aiorocketmq.common.properties import (
+    SYSTEM_PROPERTY_NAMES,
+    MessageConst,
+    properties_to_string,
+    string_to_properties,
+)
+
+# The names listed in specs/remoting.md §6.4 (MessageConst 4.9.x), in order.
+SPEC_NAMES = [
+    "KEYS",
+    "TAGS",
+    "WAIT",
+    "DELAY",
+    "RETRY_TOPIC",
+    "REAL_TOPIC",
+    "REAL_QID",
+    "TRAN_MSG",
+    "PGROUP",
+    "MIN_OFFSET",
+    "MAX_OFFSET",
+    "BUYER_ID",
+    "ORIGIN_MESSAGE_ID",
+    "TRANSFER_FLAG",
+    "CORRECTION_FLAG",
+    "MQ2_FLAG",
+    "RECONSUME_TIME",
+    "MSG_REGION",
+    "TRACE_ON",
+    "UNIQ_KEY",
+    "MAX_RECONSUME_TIMES",
+    "CONSUME_START_TIME",
+    "TRAN_PREPARED_QUEUE_OFFSET",
+    "TRANSACTION_CHECK_TIMES",
+    "CHECK_IMMUNITY_TIME_IN_SECONDS",
+    "INSTANCE_ID",
+    "CORRELATION_ID",
+    "REPLY_TO_CLIENT",
+    "TTL",
+    "ARRIVE_TIME",
+    "PUSH_REPLY_TIME",
+    "CLUSTER",
+    "MSG_TYPE",
+    "INNER_MULTI_DISPATCH",
+    "INNER_MULTI_QUEUE_OFFSET",
+]
+
+
+def java_string2message_properties(text: str) -> dict[str, str]:
+    """A literal port of RocketMQ 4.9.8 ``MessageDecoder.string2messageProperties``."""
+    result: dict[str, str] = {}
+    length = len(text)
+    index = 0
+    while index < length:
+        new_index = text.find("\x02", index)
+        if new_index < 0:
+            new_index = length
+        if new_index - index >= 3:
+            kv_sep = text.find("\x01", index)
+            if index < kv_sep < new_index - 1:
+                result[text[index:kv_sep]] = text[kv_sep + 1 : new_index]
+        index = new_index + 1
+    return result
+
+
+def test_message_const_covers_every_spec_name() -> None:
+    values = [
+        getattr(MessageConst, attr) for attr in dir(MessageConst) if attr.startswith("PROPERTY_")
+    ]
+    assert sorted(values) == sorted(SPEC_NAMES)
+    assert MessageConst.PROPERTY_WAIT_STORE_MSG_OK == "WAIT"
+    assert MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX == "UNIQ_KEY"
+    assert MessageConst.PROPERTY_TRACE_SWITCH == "TRACE_ON"
+    assert MessageConst.KEY_SEPARATOR == " "
+
+
+def test_system_names_are_java_string_hash_set() -> None:
+    # 4.9.x leaves these four out, so users may set them (LMQ uses INNER_MULTI_DISPATCH).
+    left_out = {
+        "INNER_MULTI_DISPATCH",
+        "TRAN_PREPARED_QUEUE_OFFSET",
+        "TRANSACTION_CHECK_TIMES",
+        "CHECK_IMMUNITY_TIME_IN_SECONDS",
+    }
+    assert frozenset(SPEC_NAMES) - left_out == SYSTEM_PROPERTY_NAMES
+    assert "TAGS" in SYSTEM_PROPERTY_NAMES and "UNIQ_KEY" in SYSTEM_PROPERTY_NAMES
+
+
+def test_serialise_without_trailing_separator() -> None:
+    assert properties_to_string({}) == ""
+    assert properties_to_string({"TAGS": "TagA"}) == "TAGS\x01TagA"
+    assert (
+        properties_to_string({"TAGS": "TagA", "KEYS": "k1 k2"}) == "TAGS\x01TagA\x02KEYS\x01k1 k2"
+    )
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {"a\x01": "v"},
+        {"a": "v\x01w"},
+        {"a\x02b": "v"},
+        {"a": "v\x02"},
+        {"": "v"},
+        {"a": ""},
+        {"ok": "fine", "bad": "x\x02y"},
+    ],
+)
+def test_serialise_rejects_what_the_reader_would_misread(props: dict[str, str]) -> None:
+    with pytest.raises(LocalProtocolError):
+        properties_to_string(props)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", {}),
+        ("TAGS\x01TagA", {"TAGS": "TagA"}),
+        ("TAGS\x01TagA\x02", {"TAGS": "TagA"}),  # 4.9.0 / client trailing separator
+        ("TAGS\x01TagA\x02KEYS\x01k", {"TAGS": "TagA", "KEYS": "k"}),
+        ("a\x01b\x02\x02c\x01d", {"a": "b", "c": "d"}),  # empty segment
+        ("\x01v", {}),  # empty name
+        ("k\x01", {}),  # empty value
+        ("ab", {}),  # shorter than 3 and no separator
+        ("abc", {}),  # no \x01
+        ("k\x01v\x01w", {"k": "v\x01w"}),  # the name ends at the first \x01
+        ("k\x011\x02k\x012", {"k": "2"}),  # the later duplicate wins
+        ("kk\x02\x01v", {}),  # the \x01 of a later segment does not count
+        ("\x02\x02\x02", {}),
+    ],
+)
+def test_parse_follows_4_9_8_rules(text: str, expected: dict[str, str]) -> None:
+    assert string_to_properties(text) == expected
+    assert java_string2message_properties(text) == expected
+
+
+_ALPHABET = st.sampled_from(["a", "b", "\x01", "\x02", "é", "😀", " "])
+
+
+@given(st.lists(_ALPHABET, max_size=30).map("".join))
+def test_parse_matches_a_literal_port_of_java(text: str) -> None:
+    assert string_to_properties(text) == java_string2message_properties(text)
+
+
+@given(st.text())
+def test_parse_never_raises(text: str) -> None:
+    assert isinstance(string_to_properties(text), dict)
+
+
+_NAME = st.text(
+    st.characters(exclude_categories=("Cs",), exclude_characters="\x01\x02"),
+    min_size=1,
+    max_size=10,
+)
+
+
+@given(st.dictionaries(_NAME, _NAME, max_size=8), st.booleans())
+def test_round_trip(props: dict[str, str], trailing: bool) -> None:
+    text = properties_to_string(props)
+    assert not text.endswith("\x02")
+    assert string_to_properties(text + ("\x02" if trailing and text else "")) == props

@@ -1,0 +1,80 @@
+"""Java String.hashCode, tagsCode and the IndexFile key hash."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aiorocketmq.common.tag_hash import index_key, index_key_hash, java_string_hash, tags_code
+
+
+def reference_hash(text: str) -> int:
+    """Straightforward Java hashCode: unbounded arithmetic, one wrap at the end."""
+    units = text.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = h * 31 + int.from_bytes(units[i : i + 2], "big")
+    h %= 2**32
+    return h - 2**32 if h >= 2**31 else h
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", 0),
+        ("a", 97),
+        ("TagA", 2598919),  # the spec's check value (ali-ons codeSet)
+        ("TagB", 2598920),
+        ("TagC", 2598921),
+        ("Aa", 2112),  # the classic collision with "BB"
+        ("BB", 2112),
+        ("hello world", 1794106052),
+        ("polygenelubricants", -(2**31)),  # hashes to Integer.MIN_VALUE
+        ("é", 233),
+        ("中", 20013),
+        ("中文", 20013 * 31 + 0x6587),  # 646394
+        ("😀", 0xD83D * 31 + 0xDE00),  # U+1F600 as its surrogate pair
+        ("a😀b", (97 * 31 + 0xD83D) * 31 * 31 + 0xDE00 * 31 + 98),
+        ("\ud800", 0xD800),  # a lone surrogate counts as itself
+    ],
+)
+def test_known_values(text: str, expected: int) -> None:
+    assert java_string_hash(text) == expected
+    assert reference_hash(text) == expected
+
+
+@given(st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())))
+def test_matches_reference_for_any_string(text: str) -> None:
+    value = java_string_hash(text)
+    assert value == reference_hash(text)
+    assert -(2**31) <= value < 2**31
+
+
+@given(st.text(st.characters(max_codepoint=127)))
+def test_ascii_fast_path_matches_reference(text: str) -> None:
+    assert java_string_hash(text) == reference_hash(text)
+
+
+def test_tags_code() -> None:
+    assert tags_code(None) == 0
+    assert tags_code("") == 0
+    assert tags_code("TagA") == 2598919
+    assert tags_code("polygenelubricants") == -(2**31)  # negative values stay signed
+
+
+def test_index_key_hash() -> None:
+    assert index_key("TopicTest", "k1") == "TopicTest#k1"
+    assert index_key_hash("polygenelubricants") == 0  # abs(MIN_VALUE) maps to 0
+    assert index_key_hash("TagA") == 2598919
+    negative = "hello world!"  # hashCode is negative
+    assert java_string_hash(negative) < 0
+    assert index_key_hash(negative) == -java_string_hash(negative)
+
+
+@given(st.text())
+def test_index_key_hash_is_non_negative(key: str) -> None:
+    value = index_key_hash(key)
+    assert 0 <= value < 2**31
+    h = reference_hash(key)
+    assert value == (0 if h == -(2**31) else abs(h))
