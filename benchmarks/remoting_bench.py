@@ -15,7 +15,8 @@ within one run mean much):
 Servers run in a child process and the load in this one, each on uvloop. CPU time of
 both processes is reported so it is clear which one saturated.
 
-Run: ``python benchmarks/remoting_bench.py [--seconds 3] [--body 1024] [--window 128]``
+Run: ``python benchmarks/remoting_bench.py [--seconds 3] [--body 1024] [--window 128]
+[--rounds 3]``; every row is the median of its rounds, and rounds interleave all rows.
 """
 
 from __future__ import annotations
@@ -228,6 +229,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--body", type=int, default=1024)
     parser.add_argument("--window", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=3, help="median of this many runs")
     parser.add_argument("--serve", choices=["echo", "remoting"])
     args = parser.parse_args()
     if args.serve:
@@ -236,42 +238,46 @@ def main() -> None:
     body = os.urandom(args.body)
     print(
         f"remoting benchmark: body={args.body} B window={args.window} "
-        f"seconds={args.seconds} cores={os.cpu_count()} python={sys.version.split()[0]}"
+        f"seconds={args.seconds} rounds={args.rounds} cores={os.cpu_count()} "
+        f"python={sys.version.split()[0]}"
     )
     print(
         f"{'load':<10} {'server':<18} {'req/s':>10} {'vs echo':>8} {'srv cpu':>8} {'load cpu':>9}"
     )
-    rows = []
+    configs: list[tuple[str, str, str, object]] = []
     echo_frame = _frame(SerializeType.JSON, body)
-    rows.append(
-        (
-            "raw",
-            "bare echo",
-            *_measure("echo", lambda p: _raw_load(p, echo_frame, args.seconds, args.window)),
-        )
+    configs.append(
+        ("raw", "bare echo", "echo", lambda p: _raw_load(p, echo_frame, args.seconds, args.window))
     )
     for st in SerializeType:
         frame = _frame(st, body)
-        rows.append(
+        configs.append(
             (
                 "raw",
                 f"remoting {st.name}",
-                *_measure(
-                    "remoting", lambda p, f=frame: _raw_load(p, f, args.seconds, args.window)
-                ),
+                "remoting",
+                lambda p, f=frame: _raw_load(p, f, args.seconds, args.window),
             )
         )
     for mode in [*(st.name for st in SerializeType), "AUTO"]:
-        rows.append(
+        configs.append(
             (
                 "client",
                 f"remoting {mode}",
-                *_measure(
-                    "remoting",
-                    lambda p, m=mode: _client_load(p, m, body, args.seconds, args.window),
-                ),
+                "remoting",
+                lambda p, m=mode: _client_load(p, m, body, args.seconds, args.window),
             )
         )
+    # Rounds interleave every configuration, and each row reports its median round,
+    # so a noisy moment on this shared machine skews one sample, not one row.
+    samples: dict[int, list[tuple[float, float, float]]] = {i: [] for i in range(len(configs))}
+    for _ in range(args.rounds):
+        for i, (_load, _server, kind, run) in enumerate(configs):
+            samples[i].append(_measure(kind, run))
+    rows = []
+    for i, (load, server, _kind, _run) in enumerate(configs):
+        ordered = sorted(samples[i])
+        rows.append((load, server, *ordered[len(ordered) // 2]))
     ceiling = rows[0][2]
     for load, server, rate, srv_cpu, load_cpu in rows:
         print(

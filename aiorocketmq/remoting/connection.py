@@ -124,7 +124,12 @@ class RemotingConnection(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._next_opaque = 0
-        self._batch: list[Any] | None = None
+        # Outgoing frames of this loop iteration: flushed with one gather write at the
+        # end of data_received or in a call_soon callback, so pipelined requests and
+        # replies cost one syscall per batch instead of one per frame.
+        self._out: list[Any] = []
+        self._flush_scheduled = False
+        self._in_read = False
         self._tasks: set[asyncio.Task[None]] = set()
         #: Requests read past max_in_flight (several frames in one read); dispatched
         #: in order as handlers finish, while reading stays paused.
@@ -163,8 +168,7 @@ class RemotingConnection(asyncio.Protocol):
             return
         if not commands:
             return
-        # Replies produced while handling this chunk go out in one gather write.
-        self._batch = []
+        self._in_read = True
         try:
             for cmd in commands:
                 if cmd.flag & RPC_RESPONSE:
@@ -174,9 +178,8 @@ class RemotingConnection(asyncio.Protocol):
                 else:
                     self._on_request(cmd)
         finally:
-            batch, self._batch = self._batch, None
-            if batch and self._transport is not None and not self._transport.is_closing():
-                self._transport.writelines(batch)
+            self._in_read = False
+            self._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._backlog.clear()
@@ -266,7 +269,7 @@ class RemotingConnection(asyncio.Protocol):
         self.write_command(request)
 
     def write_command(self, cmd: RemotingCommand) -> None:
-        """Encode and queue ``cmd``; joins the current gather write when inside one.
+        """Encode ``cmd`` and queue it for this iteration's gather write.
 
         Raises:
             RemotingSendRequestError: the connection is closed.
@@ -276,14 +279,19 @@ class RemotingConnection(asyncio.Protocol):
         if transport is None or transport.is_closing():
             raise RemotingSendRequestError("connection closed", address=self.remote_address)
         head, body = encode_frame_parts(cmd, self._max_frame)
-        if self._batch is not None:
-            self._batch.append(head)
-            if body:
-                self._batch.append(body)
-        elif body:
-            transport.writelines((head, body))
-        else:
-            transport.write(head)
+        self._out.append(head)
+        if body:
+            self._out.append(body)
+        if not self._in_read and not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        out, self._out = self._out, []
+        transport = self._transport
+        if out and transport is not None and not transport.is_closing():
+            transport.writelines(out)
 
     # --------------------------------------------------------------------- internals
 
