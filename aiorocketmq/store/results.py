@@ -1,0 +1,120 @@
+"""Outcomes of store operations, with RocketMQ's names.
+
+Owns: ``PutMessageStatus`` and ``GetMessageStatus`` (the names of
+``store/.../PutMessageStatus.java`` and ``GetMessageStatus.java``), and the result
+values a put or a get returns.
+
+Must not: map statuses to response codes (the broker's ``status_map`` does, in one
+table) or hold references to files beyond what a result hands to its caller.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class PutMessageStatus(enum.Enum):
+    """How a put ended. Only PUT_OK and the three *_TIMEOUT/SLAVE ones stored the message."""
+
+    PUT_OK = "PUT_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
+    CREATE_MAPEDFILE_FAILED = "CREATE_MAPEDFILE_FAILED"
+    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"
+    PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    OS_PAGECACHE_BUSY = "OS_PAGECACHE_BUSY"
+    UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+    @property
+    def stored(self) -> bool:
+        """True when the message is in the CommitLog (a timeout still stored it)."""
+        return self in _STORED
+
+
+_STORED = frozenset(
+    {
+        PutMessageStatus.PUT_OK,
+        PutMessageStatus.FLUSH_DISK_TIMEOUT,
+        PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+        PutMessageStatus.SLAVE_NOT_AVAILABLE,
+    }
+)
+
+
+class GetMessageStatus(enum.Enum):
+    """How a get (pull) ended; see ``specs/store.md`` §9.1 for when each happens."""
+
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+@dataclass(slots=True)
+class PutMessageResult:
+    """What a put returns.
+
+    Attributes:
+        status: how it ended.
+        physical_offset: CommitLog offset of the (first) record, -1 when not stored.
+        wrote_bytes: bytes appended (all records of a batch).
+        queue_offset: ConsumeQueue offset of the (first) message, -1 when not stored.
+        msg_ids: offsetMsgIds of the stored messages, in order.
+        store_timestamp: the broker time written into the record(s), ms.
+        message_count: messages stored (1, or the batch size).
+        remark: why a put was refused, for the client.
+    """
+
+    status: PutMessageStatus
+    physical_offset: int = -1
+    wrote_bytes: int = 0
+    queue_offset: int = -1
+    msg_ids: list[str] = field(default_factory=list)
+    store_timestamp: int = 0
+    message_count: int = 0
+    remark: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the message was stored (possibly with a flush/slave timeout)."""
+        return self.status.stored
+
+
+@dataclass(slots=True)
+class GetMessageResult:
+    """What a get returns: raw stored records, ready to be a pull reply body.
+
+    Attributes:
+        status: see ``GetMessageStatus``.
+        next_begin_offset: where the consumer should pull next.
+        min_offset: the queue's min offset.
+        max_offset: the queue's max offset (next offset to be written).
+        messages: memoryviews of whole stored records, in queue order.
+        suggest_pulling_from_slave: the consumer is far behind (data likely on disk).
+        message_queue_offsets: queue offset of each returned message.
+    """
+
+    status: GetMessageStatus
+    next_begin_offset: int = 0
+    min_offset: int = 0
+    max_offset: int = 0
+    messages: list[memoryview] = field(default_factory=list)
+    suggest_pulling_from_slave: bool = False
+    message_queue_offsets: list[int] = field(default_factory=list)
+
+    @property
+    def buffer_total_size(self) -> int:
+        """Bytes of all returned records."""
+        return sum(m.nbytes for m in self.messages)
+
+    def body(self) -> bytes:
+        """The records concatenated: a PULL_MESSAGE reply body."""
+        return b"".join(self.messages)
