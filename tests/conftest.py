@@ -32,10 +32,10 @@ import pytest
 from pytest_asyncio import is_async_test
 
 from tests.support.procs import ManagedProcess, PidRegistry
+from tests.support.vectors import locate_vectors_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LOOP_ENV = "AIOROCKETMQ_TEST_LOOP"
-SHARED_ENV = "AIOROCKETMQ_SHARED"
 LOOP_CHOICES = ("uvloop", "asyncio")
 
 
@@ -237,26 +237,6 @@ def start_process(
 def repo_root() -> Path:
     """The repository root (the directory holding pyproject.toml)."""
     return REPO_ROOT
-
-
-def locate_vectors_dir(environ: Mapping[str, str]) -> Path:
-    """``<shared>/vectors``, where shared is ``$AIOROCKETMQ_SHARED`` or ``<repo>/../shared``.
-
-    Raises:
-        LookupError: With a message saying where it looked and how to fix it.
-    """
-    override = environ.get(SHARED_ENV)
-    shared = Path(override).expanduser() if override else REPO_ROOT.parent / "shared"
-    how = f"{SHARED_ENV}={override!r}" if override else f"<repo>/../shared = {shared}"
-    if not shared.is_dir():
-        raise LookupError(
-            f"shared directory not found ({how}): put the shared checkout beside the "
-            f"repo clone, or set {SHARED_ENV} to its path"
-        )
-    vectors = shared / "vectors"
-    if not vectors.is_dir():
-        raise LookupError(f"no vectors/ in the shared directory ({how}): expected {vectors}")
-    return vectors
 
 
 @pytest.fixture(scope="session")

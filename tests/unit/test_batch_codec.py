@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
 import struct
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,21 +20,11 @@ from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
 from aiorocketmq.common.message import Message
 from aiorocketmq.common.message_codec import decode_record, encode_record
 from aiorocketmq.common.properties import properties_to_string, string_to_properties
-
-
-def _vectors_dir() -> Path:
-    default = Path(__file__).resolve().parents[3] / "shared" / "vectors"
-    if default.is_dir():
-        return default
-    env = os.environ.get("AIOROCKETMQ_VECTORS")
-    if env and Path(env).is_dir():
-        return Path(env)
-    pytest.fail(f"test vectors not found at {default}; set AIOROCKETMQ_VECTORS")
+from tests.support.vectors import load_jsonl
 
 
 def _cpp_batch_frame() -> dict[str, Any]:
-    with (_vectors_dir() / "cpp_client.jsonl").open(encoding="utf-8") as fh:
-        frames = [json.loads(line) for line in fh if line.strip()]
+    frames = load_jsonl("cpp_client.jsonl")
     batches = [
         f
         for f in frames

@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import random
 import struct
 from collections import defaultdict
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,28 +30,16 @@ import pytest
 from aiorocketmq.remoting.codes import LanguageCode, SerializeType
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.frame import FrameDecoder, decode_frame_payload, encode_frame
+from tests.support.vectors import load_jsonl
 
 # ---------------------------------------------------------------------------- vectors
-
-
-def _vectors_dir() -> Path:
-    shared = os.environ.get("AIOROCKETMQ_SHARED")
-    if shared:
-        return Path(shared) / "vectors"
-    # The repository is a clone with shared/ beside it: <repo>/../shared/vectors.
-    return Path(__file__).resolve().parents[2] / ".." / "shared" / "vectors"
 
 
 VECTOR_FILES = ("cpp_client.jsonl", "alions_client.jsonl")
 
 
-def _load(name: str) -> list[dict[str, Any]]:
-    with (_vectors_dir() / name).open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
 LINES: list[dict[str, Any]] = [
-    {**line, "file": name} for name in VECTOR_FILES for line in _load(name)
+    {**line, "file": name} for name in VECTOR_FILES for line in load_jsonl(name)
 ]
 
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import mmap
-import os
 import struct
 import zlib
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,24 +38,9 @@ from aiorocketmq.common.message_codec import (
 from aiorocketmq.common.msg_id import create_offset_msg_id
 from aiorocketmq.common.properties import properties_to_string, string_to_properties
 from aiorocketmq.common.tag_hash import tags_code
+from tests.support.vectors import load_jsonl
 
-
-def _vectors_dir() -> Path:
-    default = Path(__file__).resolve().parents[3] / "shared" / "vectors"
-    if default.is_dir():
-        return default
-    env = os.environ.get("AIOROCKETMQ_VECTORS")
-    if env and Path(env).is_dir():
-        return Path(env)
-    pytest.fail(f"test vectors not found at {default}; set AIOROCKETMQ_VECTORS")
-
-
-def _load_jsonl(name: str) -> list[dict[str, Any]]:
-    with (_vectors_dir() / name).open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-STORED = _load_jsonl("stored_messages.jsonl")
+STORED = load_jsonl("stored_messages.jsonl")
 
 
 def _split_host(text: str) -> tuple[str, int]:
@@ -76,7 +59,7 @@ def _frame_body(frame: bytes) -> bytes:
 
 
 def _pull_reply_frames() -> list[dict[str, Any]]:
-    lines = _load_jsonl("cpp_client.jsonl") + _load_jsonl("alions_client.jsonl")
+    lines = load_jsonl("cpp_client.jsonl") + load_jsonl("alions_client.jsonl")
     return [d for d in lines if d.get("reply_to_code") == 11 and d["code"] == 0]
 
 

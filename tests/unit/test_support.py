@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LOOP_ENV, SHARED_ENV, locate_vectors_dir
+from tests.conftest import LOOP_ENV
 from tests.support import ManagedProcess, PidRegistry, wait_until, wait_until_sync
+from tests.support.vectors import SHARED_ENV, locate_vectors_dir
 
 # -- wait_until ---------------------------------------------------------------------
 
