@@ -5,8 +5,12 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
+# Stock Node.js client (ali-ons) for the interop tests, pinned by package-lock.json.
+NODE_DIR   := tests/interop/node
+NODE_STAMP := $(NODE_DIR)/node_modules/.installed
+NAMESRV_PORT ?= 9876
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean interop-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,24 +20,39 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-## run: the main job (grows with the project: today the remoting benchmark)
+## run: the main job (grows with the project: today a name server in the foreground,
+## on port $(NAMESRV_PORT); Ctrl-C stops it)
 run: $(STAMP)
-	$(BIN)/python benchmarks/remoting_bench.py
+	$(BIN)/mqnamesrv -p $(NAMESRV_PORT)
 
 ## lint: ruff, import contracts, mypy --strict on the core layers
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
-	$(BIN)/mypy --strict aiorocketmq/common aiorocketmq/runtime aiorocketmq/remoting
+	$(BIN)/mypy --strict aiorocketmq/common aiorocketmq/runtime aiorocketmq/remoting \
+		aiorocketmq/namesrv aiorocketmq/cli/namesrv.py
+
+## interop-deps: ali-ons for tests/interop when npm exists (CI has Node); idempotent
+interop-deps:
+	@if command -v npm >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory $(NODE_STAMP); \
+	else \
+		echo "npm not found: the ali-ons interop test will be skipped"; \
+	fi
+
+$(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	npm ci --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error
+	touch $@
 
 ## test: lint, then the whole suite
-test: lint
+test: lint interop-deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## bench: every benchmark, figures printed
 bench: $(STAMP)
 	$(BIN)/python benchmarks/remoting_bench.py
+	$(BIN)/python benchmarks/namesrv_bench.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis $(NODE_DIR)/node_modules

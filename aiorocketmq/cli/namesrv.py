@@ -1,0 +1,148 @@
+"""``mqnamesrv``: run one name server in the foreground.
+
+Usage::
+
+    mqnamesrv [-c namesrv.properties] [-p PORT] [-n HOST] [--print-config] [--log-level L]
+
+Owns: the command line, reading the ``.properties`` file and the environment
+(``ROCKETMQ_HOME``; ``~`` in paths), logging setup, uvloop, and the one
+machine-readable ready line on stdout once the port is bound::
+
+    mqnamesrv ready address=127.0.0.1:9876 pid=4242
+
+``-p 0`` picks a free port (the ready line says which). SIGTERM or SIGINT stops it
+cleanly with exit code 0; a bad setting exits 2, a failed start (port taken) 1.
+
+Must not: hold name-server logic (``aiorocketmq.namesrv``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aiorocketmq.common.properties_file import format_properties, parse_properties
+from aiorocketmq.namesrv.config import (
+    ConfigError,
+    NamesrvConfig,
+    config_items,
+    load_namesrv_config,
+)
+from aiorocketmq.namesrv.server import NamesrvController
+from aiorocketmq.remoting.config import RemotingServerConfig
+from aiorocketmq.runtime import run, setup_logging
+
+__all__ = ["build_parser", "load_config", "main"]
+
+log = logging.getLogger("aiorocketmq.cli.namesrv")
+
+EXIT_BAD_CONFIG = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``mqnamesrv``."""
+    parser = argparse.ArgumentParser(
+        prog="mqnamesrv", description="Run an aiorocketmq name server (RocketMQ 4.x protocol)."
+    )
+    parser.add_argument("-c", "--config", metavar="FILE", help="namesrv.properties to load")
+    parser.add_argument(
+        "-p", "--port", type=int, metavar="PORT", help="listen port (0 = pick a free one)"
+    )
+    parser.add_argument("-n", "--host", metavar="HOST", help="listen address (default 0.0.0.0)")
+    parser.add_argument("--print-config", action="store_true", help="print every setting and exit")
+    parser.add_argument(
+        "--print-important", action="store_true", help="print the important settings and exit"
+    )
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING... (INFO)")
+    parser.add_argument("--log-json", action="store_true", help="log JSON lines")
+    return parser
+
+
+def load_config(
+    args: argparse.Namespace, environ: Mapping[str, str]
+) -> tuple[NamesrvConfig, RemotingServerConfig, list[str]]:
+    """Settings from the file, then the flags, then ``ROCKETMQ_HOME``; paths expanded.
+
+    Raises:
+        ConfigError: The file is unreadable or a value is bad.
+    """
+    properties: dict[str, str] = {}
+    if args.config:
+        try:
+            properties = parse_properties(Path(args.config).read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ConfigError(f"cannot read {args.config}: {exc}") from None
+    overrides: dict[str, Any] = {}
+    if args.port is not None:
+        overrides["listen_port"] = args.port
+    if args.host is not None:
+        overrides["listen_host"] = args.host
+    namesrv, remoting, unknown = load_namesrv_config(properties, overrides)
+    updates: dict[str, Any] = {
+        "kv_config_path": str(Path(namesrv.kv_config_path).expanduser()),
+        "config_store_path": str(Path(namesrv.config_store_path).expanduser()),
+    }
+    if not namesrv.rocketmq_home and environ.get("ROCKETMQ_HOME"):
+        updates["rocketmq_home"] = environ["ROCKETMQ_HOME"]
+    return namesrv.model_copy(update=updates), remoting, unknown
+
+
+def _important(config: NamesrvConfig) -> str:
+    items = []
+    for name, field in NamesrvConfig.model_fields.items():
+        extra = field.json_schema_extra
+        if isinstance(extra, dict) and extra.get("important"):
+            items.append((field.alias or name, getattr(config, name)))
+    return format_properties(items)
+
+
+async def _serve(
+    shutdown: asyncio.Event, config: NamesrvConfig, remoting: RemotingServerConfig
+) -> int:
+    controller = NamesrvController(config, remoting)
+    try:
+        await controller.start()
+    except OSError as exc:
+        log.error("name server failed to start: %s", exc)
+        return 1
+    # The one machine-readable line: tests and launchers wait for it.
+    print(f"mqnamesrv ready address={controller.address} pid={os.getpid()}", flush=True)
+    stop = asyncio.ensure_future(shutdown.wait())
+    fatal = asyncio.ensure_future(controller.fatal.wait())
+    try:
+        await asyncio.wait([stop, fatal], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        fatal.cancel()
+        await controller.shutdown()
+    return 1 if controller.fatal.is_set() else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``mqnamesrv``; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    setup_logging(args.log_level, json=args.log_json)
+    try:
+        config, remoting, unknown = load_config(args, os.environ)
+    except ConfigError as exc:
+        print(f"mqnamesrv: {exc}", file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    for key in unknown:
+        log.warning("unknown setting ignored key=%s", key)
+    if args.print_config:
+        sys.stdout.write(format_properties(config_items(config, remoting)))
+        return 0
+    if args.print_important:
+        sys.stdout.write(_important(config))
+        return 0
+    return run(lambda shutdown: _serve(shutdown, config, remoting))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

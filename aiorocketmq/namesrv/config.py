@@ -1,0 +1,159 @@
+"""NamesrvConfig: the name server's settings, under RocketMQ's property names.
+
+Owns: ``NamesrvConfig`` (RocketMQ 4.9.8's ``NamesrvConfig`` keys with their
+defaults, plus the listen address of ``NettyServerConfig`` with the name server's
+9876, plus the liveness timers, which Java hard-codes and we make settable) and
+``load_namesrv_config``, which splits one ``namesrv.properties`` mapping between
+``NamesrvConfig`` and the remoting server's ``RemotingServerConfig``, as Java's
+``NamesrvStartup`` fills both objects from the same file. A key neither model
+knows is reported back (the CLI warns); a bad value raises ``ConfigError`` naming
+the key.
+
+Must not: read the environment or the file system (the CLI does, and expands
+``~`` in paths), or hold state. Models are frozen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from aiorocketmq.common.errors import RocketMQError
+from aiorocketmq.remoting.config import RemotingServerConfig
+
+__all__ = ["ConfigError", "NamesrvConfig", "config_items", "load_namesrv_config"]
+
+_IMPORTANT: Final[dict[str, Any]] = {"important": True}
+
+
+class ConfigError(RocketMQError):
+    """A setting has a value its type cannot take; the message names the key."""
+
+
+class NamesrvConfig(BaseModel):
+    """Settings of ``mqnamesrv`` (a ``namesrv.properties`` loads unchanged)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="ignore"
+    )
+
+    rocketmq_home: str = Field(
+        "", description="ROCKETMQ_HOME (RocketMQ reads the environment; our CLI does)."
+    )
+    kv_config_path: str = Field(
+        "~/namesrv/kvConfig.json",
+        description="File of the KV config table (ORDER_TOPIC_CONFIG...); '~' is expanded.",
+        json_schema_extra=_IMPORTANT,
+    )
+    config_store_path: str = Field(
+        "~/namesrv/namesrv.properties",
+        description="Where RocketMQ stores runtime config updates (kept for compatibility).",
+    )
+    product_env_name: str = Field("center", description="Environment name (cluster tests).")
+    cluster_test: bool = Field(False, description="RocketMQ's cluster-test mode (not used).")
+    order_message_enable: bool = Field(
+        False,
+        description="Fill a route's orderTopicConf from the ORDER_TOPIC_CONFIG KV namespace.",
+        json_schema_extra=_IMPORTANT,
+    )
+    config_black_list: str = Field(
+        "configBlackList;configStorePath;kvConfigPath",
+        description="';'-separated keys that UPDATE_NAMESRV_CONFIG may not change.",
+    )
+    listen_port: int = Field(
+        9876,
+        ge=0,
+        le=65535,
+        description="TCP port (NettyServerConfig.listenPort); 0 picks a free one.",
+        json_schema_extra=_IMPORTANT,
+    )
+    listen_host: str = Field("0.0.0.0", description="aiorocketmq: address to bind.")
+    broker_scan_interval_millis: int = Field(
+        10_000, ge=1, description="aiorocketmq: period of the broker expiry scan (ms); Java: 10 s."
+    )
+    broker_scan_initial_delay_millis: int = Field(
+        5_000, ge=0, description="aiorocketmq: delay before the first expiry scan (ms); Java: 5 s."
+    )
+    broker_channel_expired_millis: int = Field(
+        120_000,
+        ge=1,
+        description=(
+            "aiorocketmq: a broker silent this long is dropped (ms); Java's "
+            "BROKER_CHANNEL_EXPIRED_TIME, 120 s. Brokers register every 30 s."
+        ),
+    )
+
+    def remoting_config(self, base: RemotingServerConfig | None = None) -> RemotingServerConfig:
+        """The remoting server's settings, listening where this config says."""
+        base = base or RemotingServerConfig()
+        return base.model_copy(
+            update={"listen_port": self.listen_port, "listen_host": self.listen_host}
+        )
+
+
+def _known_keys(model: type[BaseModel]) -> frozenset[str]:
+    names = set(model.model_fields)
+    names.update(f.alias for f in model.model_fields.values() if f.alias)
+    return frozenset(names)
+
+
+def _validate(model: type[BaseModel], values: Mapping[str, Any]) -> Any:
+    try:
+        return model.model_validate(dict(values))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}={err.get('input')!r}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ConfigError(f"bad setting: {problems}") from None
+
+
+def load_namesrv_config(
+    properties: Mapping[str, str], overrides: Mapping[str, Any] | None = None
+) -> tuple[NamesrvConfig, RemotingServerConfig, list[str]]:
+    """Build both models from one ``namesrv.properties`` mapping.
+
+    Args:
+        properties: Keys and values of the file (Java or snake_case names).
+        overrides: Values that win over the file (command-line flags), by
+            NamesrvConfig field name.
+
+    Returns:
+        ``(namesrv_config, remoting_config, unknown_keys)``; the remoting config
+        already listens on the name server's host and port.
+
+    Raises:
+        ConfigError: A value does not fit its setting; the message names the key.
+    """
+    namesrv_keys = _known_keys(NamesrvConfig)
+    remoting_keys = _known_keys(RemotingServerConfig) - {"listenPort", "listen_port"}
+    remoting_keys -= {"listenHost", "listen_host"}
+    unknown = sorted(k for k in properties if k not in namesrv_keys and k not in remoting_keys)
+    namesrv_values: dict[str, Any] = {k: v for k, v in properties.items() if k in namesrv_keys}
+    for name, value in (overrides or {}).items():
+        field = NamesrvConfig.model_fields[name]
+        namesrv_values.pop(field.alias or name, None)
+        namesrv_values[name] = value
+    namesrv = _validate(NamesrvConfig, namesrv_values)
+    remoting = _validate(
+        RemotingServerConfig, {k: v for k, v in properties.items() if k in remoting_keys}
+    )
+    return namesrv, namesrv.remoting_config(remoting), unknown
+
+
+def config_items(*models: BaseModel) -> Iterator[tuple[str, object]]:
+    """``(javaName, value)`` of every setting of ``models``, in field order.
+
+    What ``mqnamesrv --print-config`` and GET_NAMESRV_CONFIG show; a key that two
+    models share is shown once, from the first.
+    """
+    seen: set[str] = set()
+    for model in models:
+        for name, field in type(model).model_fields.items():
+            key = field.alias or name
+            if key not in seen:
+                seen.add(key)
+                yield key, getattr(model, name)
