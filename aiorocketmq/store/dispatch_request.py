@@ -1,0 +1,84 @@
+"""DispatchRequest: what the dispatcher hands the ConsumeQueue and the IndexFile.
+
+Owns: the value object of specs/store.md §8.2 (``DispatchRequest.java``), built once
+per CommitLog record by the dispatcher (put path, recovery, slave replication) and
+read by ``ConsumeQueue.put`` and ``IndexService.build_index``.
+
+Must not: compute tagsCode (the dispatcher does: a tag hash, or a deliver time for
+``SCHEDULE_TOPIC_XXXX``), or keep a reference into a mapped file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiorocketmq.common.constants import MessageSysFlag
+from aiorocketmq.common.properties import MessageConst
+from aiorocketmq.common.record_view import RecordView
+
+__all__ = ["DispatchRequest"]
+
+
+@dataclass(slots=True)
+class DispatchRequest:
+    """One stored record, as the ConsumeQueue and index builders need it.
+
+    Attributes:
+        topic: the record's topic.
+        queue_id: its queue id.
+        commit_log_offset: its physical offset.
+        msg_size: its TOTALSIZE.
+        tags_code: the ConsumeQueue unit's tagsCode.
+        store_timestamp: STORETIMESTAMP (ms).
+        consume_queue_offset: QUEUEOFFSET: where its unit goes.
+        keys: the ``KEYS`` property (space-separated), if any.
+        uniq_key: the ``UNIQ_KEY`` property, if any.
+        sys_flag: SYSFLAG (the transaction type decides what is built).
+        prepared_transaction_offset: PREPARED TRANSACTION OFFSET.
+        properties: the parsed properties, if the dispatcher has them.
+    """
+
+    topic: str
+    queue_id: int
+    commit_log_offset: int
+    msg_size: int
+    tags_code: int
+    store_timestamp: int
+    consume_queue_offset: int
+    keys: str | None = None
+    uniq_key: str | None = None
+    sys_flag: int = 0
+    prepared_transaction_offset: int = 0
+    properties: dict[str, str] | None = None
+
+    @property
+    def transaction_type(self) -> int:
+        """``sys_flag & 0xC``: NOT_TYPE 0, PREPARED 4, COMMIT 8, ROLLBACK 12."""
+        return self.sys_flag & MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+
+    @property
+    def builds_consume_queue(self) -> bool:
+        """Only NOT_TYPE and COMMIT records get a ConsumeQueue unit."""
+        return self.transaction_type in (
+            MessageSysFlag.TRANSACTION_NOT_TYPE,
+            MessageSysFlag.TRANSACTION_COMMIT_TYPE,
+        )
+
+    @classmethod
+    def from_record(cls, record: RecordView, tags_code: int) -> DispatchRequest:
+        """Build one from a decoded record; ``tags_code`` comes from the caller."""
+        props = record.properties
+        return cls(
+            topic=record.topic,
+            queue_id=record.queue_id,
+            commit_log_offset=record.physical_offset,
+            msg_size=record.total_size,
+            tags_code=tags_code,
+            store_timestamp=record.store_timestamp,
+            consume_queue_offset=record.queue_offset,
+            keys=props.get(MessageConst.PROPERTY_KEYS),
+            uniq_key=props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+            sys_flag=record.sys_flag,
+            prepared_transaction_offset=record.prepared_transaction_offset,
+            properties=props,
+        )

@@ -1,0 +1,275 @@
+"""IndexFile: a hash index from ``topic#key`` to CommitLog offsets, in one mapped file.
+
+Owns: one ``index/<yyyyMMddHHmmssSSS>`` file (``IndexFile.java``, ``IndexHeader.java``;
+specs/store.md §5), big-endian::
+
+    header, 40 bytes at 0
+      off  size  field
+        0    8   beginTimestamp   store time (ms) of the first item
+        8    8   endTimestamp     store time of the last item
+       16    8   beginPhyOffset   CommitLog offset of the first item
+       24    8   endPhyOffset     CommitLog offset of the last item
+       32    4   hashSlotCount    slots ever used
+       36    4   indexCount       next item number; items start at 1 (0 on disk
+                                  until the first put, read as 1)
+    slot s, 4 bytes at 40 + s*4:   item number of the newest item of the bucket;
+                                   0 or anything outside [1, indexCount] is empty
+    item n, 20 bytes at 40 + slots*4 + n*20
+      off  size  field
+        0    4   keyHash          abs(hashCode("topic#key")), abs(MIN_VALUE) -> 0
+        4    8   phyOffset        the message's CommitLog offset
+       12    4   timeDiff         (storeTime - beginTimestamp) / 1000, in seconds,
+                                  0 if negative or no begin, capped at 2**31-1
+       16    4   prevIndex        previous item of the same slot; 0 ends the chain
+
+Slot = ``keyHash % slots``. File size = ``40 + slots*4 + items*20`` (420,000,040 with
+the defaults). The file is full when ``indexCount >= items``: it holds items - 1.
+Header fields are written into the mapping as soon as they change.
+
+Must not: decide which keys a message has (``IndexService``), or create, flush or
+delete a file outside a ``*_blocking`` method.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from pathlib import Path
+from typing import Final
+
+from aiorocketmq.common.tag_hash import index_key_hash
+from aiorocketmq.store.errors import StoreLoadError
+from aiorocketmq.store.mapped_file import MappedFile
+
+__all__ = [
+    "HASH_SLOT_SIZE",
+    "INDEX_HEADER_SIZE",
+    "INDEX_ITEM_SIZE",
+    "IndexFile",
+    "index_file_name",
+    "index_file_size",
+]
+
+INDEX_HEADER_SIZE: Final = 40
+HASH_SLOT_SIZE: Final = 4
+INDEX_ITEM_SIZE: Final = 20
+
+_HEADER: Final = struct.Struct(">qqqqii")
+_ITEM: Final = struct.Struct(">iqii")
+_INT: Final = struct.Struct(">i")
+_LONG: Final = struct.Struct(">q")
+_INT_MAX: Final = 0x7FFFFFFF
+_BEGIN_TIMESTAMP, _END_TIMESTAMP, _BEGIN_PHY, _END_PHY, _SLOT_COUNT, _INDEX_COUNT = (
+    0, 8, 16, 24, 32, 36,
+)  # fmt: skip
+
+
+def index_file_size(hash_slot_num: int, index_num: int) -> int:
+    """Bytes of an IndexFile with these counts."""
+    return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_ITEM_SIZE
+
+
+def index_file_name(timestamp_ms: int) -> str:
+    """``yyyyMMddHHmmssSSS`` in local time (``UtilAll.timeMillisToHumanString``)."""
+    local = time.localtime(timestamp_ms // 1000)
+    return time.strftime("%Y%m%d%H%M%S", local) + f"{timestamp_ms % 1000:03d}"
+
+
+class IndexFile:
+    """One IndexFile; header values are mirrored in attributes and written through.
+
+    Build with ``create_blocking`` or ``open_blocking``.
+
+    Attributes:
+        mapped: the underlying file (its positions are not used).
+        hash_slot_num: slots.
+        index_num: item capacity, item 0 included.
+        begin_timestamp, end_timestamp, begin_phy_offset, end_phy_offset,
+        hash_slot_count, index_count: the header (``index_count`` >= 1 in memory).
+    """
+
+    __slots__ = (
+        "_buf",
+        "_items_base",
+        "begin_phy_offset",
+        "begin_timestamp",
+        "end_phy_offset",
+        "end_timestamp",
+        "hash_slot_count",
+        "hash_slot_num",
+        "index_count",
+        "index_num",
+        "mapped",
+    )
+
+    begin_timestamp: int
+    end_timestamp: int
+    begin_phy_offset: int
+    end_phy_offset: int
+    hash_slot_count: int
+
+    def __init__(self, mapped: MappedFile, hash_slot_num: int, index_num: int) -> None:
+        self.mapped = mapped
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self._buf = mapped.buffer
+        self._items_base = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
+        (
+            self.begin_timestamp,
+            self.end_timestamp,
+            self.begin_phy_offset,
+            self.end_phy_offset,
+            self.hash_slot_count,
+            count,
+        ) = _HEADER.unpack_from(self._buf, 0)
+        self.index_count: int = max(count, 1)  # IndexHeader.load: <= 0 reads as 1
+
+    @classmethod
+    def create_blocking(
+        cls,
+        path: Path,
+        hash_slot_num: int,
+        index_num: int,
+        end_phy_offset: int = 0,
+        end_timestamp: int = 0,
+    ) -> IndexFile:
+        """Create a new IndexFile that continues where the previous one ended.
+
+        Begin and end phyOffset start at ``end_phy_offset`` when it is > 0, begin and
+        end timestamp at ``end_timestamp`` when > 0 (the first put then overwrites
+        the begin values); otherwise they stay 0.
+        """
+        mapped = MappedFile.create_blocking(path, index_file_size(hash_slot_num, index_num))
+        index = cls(mapped, hash_slot_num, index_num)
+        if end_phy_offset > 0:
+            index._set_long(_BEGIN_PHY, end_phy_offset)
+            index._set_long(_END_PHY, end_phy_offset)
+        if end_timestamp > 0:
+            index._set_long(_BEGIN_TIMESTAMP, end_timestamp)
+            index._set_long(_END_TIMESTAMP, end_timestamp)
+        return index
+
+    @classmethod
+    def open_blocking(cls, path: Path, hash_slot_num: int, index_num: int) -> IndexFile:
+        """Map an existing IndexFile and read its header.
+
+        Raises:
+            StoreLoadError: the file's size does not match the counts (RocketMQ
+                would map it anyway and read garbage).
+        """
+        if not path.name.isdigit():
+            raise StoreLoadError(f"{path} is not an IndexFile name (yyyyMMddHHmmssSSS)")
+        expected = index_file_size(hash_slot_num, index_num)
+        if path.stat().st_size != expected:
+            raise StoreLoadError(
+                f"{path} is {path.stat().st_size} bytes; {hash_slot_num} slots and "
+                f"{index_num} items make {expected}"
+            )
+        mapped = MappedFile.open_blocking(path, expected)
+        return cls(mapped, hash_slot_num, index_num)
+
+    @property
+    def file_name(self) -> str:
+        """The file's name (its creation time)."""
+        return self.mapped.path.name
+
+    @property
+    def is_write_full(self) -> bool:
+        """No room for another item."""
+        return self.index_count >= self.index_num
+
+    def _set_long(self, pos: int, value: int) -> None:
+        _LONG.pack_into(self._buf, pos, value)
+        if pos == _BEGIN_TIMESTAMP:
+            self.begin_timestamp = value
+        elif pos == _END_TIMESTAMP:
+            self.end_timestamp = value
+        elif pos == _BEGIN_PHY:
+            self.begin_phy_offset = value
+        else:
+            self.end_phy_offset = value
+
+    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
+        """Add an item for ``key`` (``IndexFile.putKey``); False when the file is full.
+
+        Args:
+            key: the full index key, ``topic#key``.
+            phy_offset: the message's CommitLog offset.
+            store_timestamp: its store time (ms).
+        """
+        count = self.index_count
+        if count >= self.index_num:
+            return False
+        buf = self._buf
+        key_hash = index_key_hash(key)
+        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+        head = _INT.unpack_from(buf, slot_pos)[0]
+        if head <= 0 or head > count:
+            head = 0
+        # timeDiff uses the header *before* this put updates it (first item included).
+        begin = self.begin_timestamp
+        diff_s = (store_timestamp - begin) // 1000 if begin > 0 else 0
+        diff_s = min(max(diff_s, 0), _INT_MAX)
+        _ITEM.pack_into(
+            buf, self._items_base + count * INDEX_ITEM_SIZE, key_hash, phy_offset, diff_s, head
+        )
+        _INT.pack_into(buf, slot_pos, count)
+        if count <= 1:
+            self._set_long(_BEGIN_PHY, phy_offset)
+            self._set_long(_BEGIN_TIMESTAMP, store_timestamp)
+        if head == 0:
+            self.hash_slot_count += 1
+            _INT.pack_into(buf, _SLOT_COUNT, self.hash_slot_count)
+        self.index_count = count + 1
+        _INT.pack_into(buf, _INDEX_COUNT, self.index_count)
+        self._set_long(_END_PHY, phy_offset)
+        self._set_long(_END_TIMESTAMP, store_timestamp)
+        return True
+
+    def is_time_matched(self, begin: int, end: int) -> bool:
+        """Whether the file's time range overlaps ``[begin, end]`` (``isTimeMatched``)."""
+        first, last = self.begin_timestamp, self.end_timestamp
+        return (begin < first and end > last) or first <= begin <= last or first <= end <= last
+
+    def select_phy_offsets(self, key: str, max_num: int, begin: int, end: int) -> list[int]:
+        """CommitLog offsets of items of ``key`` stored within ``[begin, end]``, newest first.
+
+        ``selectPhyOffset``: walks the slot's chain; hash collisions are possible,
+        so callers re-read the messages and check the real key.
+
+        Args:
+            key: the full index key, ``topic#key``.
+            max_num: stop after this many offsets.
+            begin: earliest store time (ms).
+            end: latest store time (ms).
+        """
+        found: list[int] = []
+        count = self.index_count
+        key_hash = index_key_hash(key)
+        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+        current = _INT.unpack_from(self._buf, slot_pos)[0]
+        if current <= 0 or current > count or count <= 1:
+            return found
+        while len(found) < max_num:
+            item_hash, offset, diff_s, prev = _ITEM.unpack_from(
+                self._buf, self._items_base + current * INDEX_ITEM_SIZE
+            )
+            if diff_s < 0:
+                break
+            time_read = self.begin_timestamp + diff_s * 1000
+            if item_hash == key_hash and begin <= time_read <= end:
+                found.append(offset)
+            if prev <= 0 or prev > count or prev == current or time_read < begin:
+                break
+            current = prev
+        return found
+
+    def flush_blocking(self) -> None:
+        """msync the whole file; executor only, with the file held.
+
+        RocketMQ rewrites the header from memory first; ours is always written
+        through already, and rewriting it from a thread could race a put on the
+        loop. (The one visible difference: a flushed file that never got an item
+        keeps indexCount 0 on disk, which reads as 1 either way.)
+        """
+        self._buf.flush()

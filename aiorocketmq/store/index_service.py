@@ -1,0 +1,300 @@
+"""IndexService: the IndexFiles of a store, their keys, rotation, queries and expiry.
+
+Owns: ``index/`` (``IndexService.java``; specs/store.md §5.3-§5.5): which keys a
+message gets (``topic#UNIQ_KEY``, then ``topic#<each KEYS word>``; ROLLBACK records
+none), the newest file they go into, a new file when it fills (named by the clock,
+``yyyyMMddHHmmssSSS``, continuing the previous file's end offset and time), the
+query across files newest first within a time window, and deleting files whose
+endPhyOffset fell below the CommitLog's min offset (never the last file).
+
+Must not: create, flush or delete files on the event loop. ``build_index`` is a plain
+method that answers False when the current file is full; the dispatcher then awaits
+``create_file()`` and calls it again with the same request, which carries on with
+the keys not yet written (a message's keys may span two files, as in RocketMQ).
+
+When a file is superseded, it is flushed in the executor in the background and, if
+it was full, ``on_file_full(file)`` runs on the loop: the store sets the
+checkpoint's ``indexMsgTimestamp`` to ``file.end_timestamp`` and flushes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiorocketmq.common.clock import Clock, SystemClock
+from aiorocketmq.common.constants import MessageSysFlag
+from aiorocketmq.common.properties import MessageConst
+from aiorocketmq.runtime.executor import BlockingExecutor
+from aiorocketmq.runtime.lifecycle import Service
+from aiorocketmq.store.config import MessageStoreConfig
+from aiorocketmq.store.dispatch_request import DispatchRequest
+from aiorocketmq.store.index_file import IndexFile, index_file_name
+from aiorocketmq.store.mapped_file import delete_files_blocking
+
+__all__ = ["IndexService", "QueryOffsetResult", "index_keys"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class QueryOffsetResult:
+    """What an index query found (``QueryOffsetResult``).
+
+    Attributes:
+        phy_offsets: CommitLog offsets, newest file first (may hold collisions).
+        index_last_update_timestamp: endTimestamp of the newest file.
+        index_last_update_phyoffset: endPhyOffset of the newest file.
+    """
+
+    phy_offsets: list[int]
+    index_last_update_timestamp: int = 0
+    index_last_update_phyoffset: int = 0
+
+
+def index_keys(request: DispatchRequest) -> list[str]:
+    """The index keys of a message: ``topic#UNIQ_KEY``, then ``topic#key`` per KEYS word."""
+    topic = request.topic
+    keys = [f"{topic}#{request.uniq_key}"] if request.uniq_key is not None else []
+    if request.keys:
+        keys.extend(f"{topic}#{k}" for k in request.keys.split(MessageConst.KEY_SEPARATOR) if k)
+    return keys
+
+
+class IndexService(Service):
+    """The store's IndexFiles; see the module docstring.
+
+    Args:
+        config: index directory, slot and item counts, ``messageIndexEnable``,
+            ``maxMsgsNumBatch``.
+        executor: the store's pool for blocking work.
+        clock: names new files.
+        on_file_full: called on the loop after a full, superseded file was flushed.
+    """
+
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        executor: BlockingExecutor,
+        *,
+        clock: Clock | None = None,
+        on_file_full: Callable[[IndexFile], None] | None = None,
+    ) -> None:
+        super().__init__("index-service")
+        self.directory = config.index_dir
+        self.hash_slot_num = config.max_hash_slot_num
+        self.index_num = config.max_index_num
+        self.enabled = config.message_index_enable
+        self.max_msgs_num_batch = config.max_msgs_num_batch
+        self.on_file_full = on_file_full
+        self._executor = executor
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._files: list[IndexFile] = []
+        self._resume: tuple[int, int] | None = None  # (commit log offset, keys done)
+        self._creating: asyncio.Future[IndexFile] | None = None
+
+    @property
+    def files(self) -> list[IndexFile]:
+        """A copy of the file list, oldest first."""
+        return list(self._files)
+
+    # -- load (load/recovery phase) ----------------------------------------------------
+
+    def load_blocking(self, last_exit_ok: bool, index_msg_timestamp: int) -> list[Path]:
+        """Map the index files, oldest first; after a crash, drop the unsafe ones.
+
+        After an abnormal exit, every file whose endTimestamp is later than the
+        checkpoint's ``indexMsgTimestamp`` is deleted (usually the one being
+        written); recovery re-indexes from its start point. Names that are not
+        all digits are skipped with a warning, as RocketMQ does.
+
+        Returns:
+            The paths deleted.
+        """
+        try:
+            names = sorted(p.name for p in self.directory.iterdir())
+        except FileNotFoundError:
+            return []
+        deleted = []
+        try:
+            for name in names:
+                if not name.isdigit():
+                    log.warning("skipping %s in %s: not an IndexFile name", name, self.directory)
+                    continue
+                path = self.directory / name
+                index = IndexFile.open_blocking(path, self.hash_slot_num, self.index_num)
+                if not last_exit_ok and index.end_timestamp > index_msg_timestamp:
+                    index.mapped.shutdown()
+                    index.mapped.delete_blocking()
+                    deleted.append(path)
+                    continue
+                self._files.append(index)
+        except BaseException:
+            self.close()  # nothing stays mapped when the load fails
+            self._files.clear()
+            raise
+        log.info("loaded %d index file(s), deleted %d", len(self._files), len(deleted))
+        return deleted
+
+    # -- build (event loop, no await) --------------------------------------------------
+
+    def writable_file(self) -> IndexFile | None:
+        """The newest file if it has room."""
+        if self._files and not self._files[-1].is_write_full:
+            return self._files[-1]
+        return None
+
+    def build_index(self, request: DispatchRequest) -> bool:
+        """Index a dispatched message (``buildIndex``).
+
+        Returns:
+            True when done (or nothing to do); False when the current file is full
+            or missing: ``await create_file()`` and call again with the same request.
+        """
+        if not self.enabled:
+            return True
+        if request.transaction_type == MessageSysFlag.TRANSACTION_ROLLBACK_TYPE:
+            return True
+        keys = index_keys(request)
+        if not keys:
+            return True
+        index = self.writable_file()
+        if index is None:
+            return False
+        offset = request.commit_log_offset
+        if offset < index.end_phy_offset:
+            return True  # indexed before (redispatch)
+        start = 0
+        if self._resume is not None and self._resume[0] == offset:
+            start = self._resume[1]
+        self._resume = None
+        for done in range(start, len(keys)):
+            if not index.put_key(keys[done], offset, request.store_timestamp):
+                self._resume = (offset, done)
+                return False
+        return True
+
+    # -- new files ---------------------------------------------------------------------
+
+    async def create_file(self) -> IndexFile:
+        """Create the next file in the executor (concurrent callers share it).
+
+        Raises:
+            StoreIOError: it could not be created.
+        """
+        current = self.writable_file()
+        if current is not None:
+            return current
+        if self._creating is None:
+            self._creating = asyncio.get_running_loop().create_future()
+            creating = self._creating
+            try:
+                index = await self._executor.run(IndexFile.create_blocking, *self._next_args())
+            except BaseException as exc:
+                self._creating = None
+                creating.set_exception(exc)
+                creating.exception()
+                raise
+            self._creating = None
+            self._add(index)
+            creating.set_result(index)
+            return index
+        return await asyncio.shield(self._creating)
+
+    def create_file_blocking(self) -> IndexFile:
+        """Create the next file in this thread (load/recovery phase only)."""
+        current = self.writable_file()
+        if current is not None:
+            return current
+        index = IndexFile.create_blocking(*self._next_args())
+        self._add(index, flush_previous=False)
+        if len(self._files) > 1:
+            self._files[-2].flush_blocking()
+        return index
+
+    def _next_args(self) -> tuple[Path, int, int, int, int]:
+        name = index_file_name(self._clock.now_ms())
+        end_phy = end_time = 0
+        if self._files:
+            last = self._files[-1]
+            end_phy, end_time = last.end_phy_offset, last.end_timestamp
+            if name <= last.file_name:
+                # Same millisecond (or the clock went back): names must stay ordered.
+                name = str(int(last.file_name) + 1)
+        path = self.directory / name
+        return path, self.hash_slot_num, self.index_num, end_phy, end_time
+
+    def _add(self, index: IndexFile, *, flush_previous: bool = True) -> None:
+        previous = self._files[-1] if self._files else None
+        self._files.append(index)
+        log.info("index file %s created", index.file_name)
+        if previous is not None and flush_previous:
+            self.spawn(self._flush_superseded(previous), name=f"flush:{previous.file_name}")
+
+    async def _flush_superseded(self, index: IndexFile) -> None:
+        if not index.mapped.hold():
+            return
+        try:
+            await self._executor.run(index.flush_blocking)
+        finally:
+            index.mapped.release()
+        if index.is_write_full and self.on_file_full is not None:
+            self.on_file_full(index)
+
+    # -- query ---------------------------------------------------------------------------
+
+    def query_offset(
+        self, topic: str, key: str, max_num: int, begin: int, end: int
+    ) -> QueryOffsetResult:
+        """CommitLog offsets of messages with ``key`` stored in ``[begin, end]`` (ms).
+
+        Files newest first; a file is searched when its time range overlaps the
+        window; the walk stops after the first file that began before ``begin`` or
+        once ``max_num`` (capped at ``maxMsgsNumBatch``) offsets are found.
+        """
+        max_num = min(max_num, self.max_msgs_num_batch)
+        result = QueryOffsetResult([])
+        full_key = f"{topic}#{key}"
+        for index in reversed(self._files):
+            if index is self._files[-1]:
+                result.index_last_update_timestamp = index.end_timestamp
+                result.index_last_update_phyoffset = index.end_phy_offset
+            if index.is_time_matched(begin, end):
+                budget = max_num - len(result.phy_offsets)
+                result.phy_offsets.extend(index.select_phy_offsets(full_key, budget, begin, end))
+            if index.begin_timestamp < begin or len(result.phy_offsets) >= max_num:
+                break
+        return result
+
+    # -- expiry and end of life ------------------------------------------------------------
+
+    def pick_expired(self, min_physical_offset: int) -> list[IndexFile]:
+        """Detach the oldest files whose endPhyOffset < the CommitLog's min offset.
+
+        Never the last file; stops at the first file it keeps. Delete the returned
+        files with ``delete_files_blocking([f.mapped for f in files])``.
+        """
+        chosen = []
+        for index in self._files[:-1]:
+            if index.end_phy_offset >= min_physical_offset:
+                break
+            chosen.append(index)
+        for index in chosen:
+            index.mapped.shutdown()
+        self._files = self._files[len(chosen) :]
+        return chosen
+
+    async def delete_expired(self, min_physical_offset: int) -> int:
+        """``pick_expired`` and delete the files in the executor; how many went."""
+        expired = self.pick_expired(min_physical_offset)
+        if not expired:
+            return 0
+        return await self._executor.run(delete_files_blocking, [f.mapped for f in expired])
+
+    def close(self) -> None:
+        """Unmap every file (after the last build; flush first if needed)."""
+        for index in self._files:
+            index.mapped.shutdown()

@@ -1,0 +1,132 @@
+"""IndexFile: header bookkeeping, slot chains, timeDiff rules, capacity and queries."""
+
+from __future__ import annotations
+
+import struct
+import time
+from pathlib import Path
+
+import pytest
+
+from aiorocketmq.common.tag_hash import index_key_hash
+from aiorocketmq.store.errors import StoreLoadError
+from aiorocketmq.store.index_file import (
+    IndexFile,
+    index_file_name,
+    index_file_size,
+)
+
+SLOTS, ITEMS = 8, 10
+HEADER = struct.Struct(">qqqqii")
+ITEM = struct.Struct(">iqii")
+T0 = 1_700_000_000_000
+
+
+def new_index(tmp_path: Path, name: str = "20240101000000000", **kwargs: int) -> IndexFile:
+    return IndexFile.create_blocking(tmp_path / name, SLOTS, ITEMS, **kwargs)
+
+
+def item(raw: bytes, n: int) -> tuple[int, int, int, int]:
+    return ITEM.unpack_from(raw, 40 + SLOTS * 4 + n * 20)  # type: ignore[return-value]
+
+
+def test_size_and_name() -> None:
+    assert index_file_size(5_000_000, 20_000_000) == 420_000_040
+    assert index_file_size(SLOTS, ITEMS) == 40 + 32 + 200
+    ms = 1_700_000_123_045
+    expected = time.strftime("%Y%m%d%H%M%S", time.localtime(ms // 1000)) + "045"
+    assert index_file_name(ms) == expected and len(expected) == 17
+
+
+def test_fresh_file_reads_index_count_one_but_stores_zero(tmp_path: Path) -> None:
+    index = new_index(tmp_path)
+    assert index.index_count == 1 and index.hash_slot_count == 0
+    assert HEADER.unpack_from(index.mapped.path.read_bytes()) == (0, 0, 0, 0, 0, 0)
+    assert index.select_phy_offsets("T#k", 10, 0, 2**62) == []
+    index.mapped.shutdown()
+
+
+def test_put_writes_item_slot_and_header(tmp_path: Path) -> None:
+    index = new_index(tmp_path)
+    assert index.put_key("T#a", 100, T0)
+    assert index.put_key("T#b", 200, T0 + 2500)
+    raw = index.mapped.path.read_bytes()
+    assert HEADER.unpack_from(raw) == (T0, T0 + 2500, 100, 200, 2, 3)
+    hash_a = index_key_hash("T#a")
+    assert item(raw, 1) == (hash_a, 100, 0, 0), "the first item's timeDiff: begin was 0"
+    assert item(raw, 2)[1:] == (200, 2, 0), "2.5 s -> 2 (whole seconds)"
+    assert struct.unpack_from(">i", raw, 40 + (hash_a % SLOTS) * 4)[0] == 1
+    assert index.select_phy_offsets("T#a", 5, T0, T0) == [100]
+    index.mapped.shutdown()
+
+
+def test_chains_link_newest_first_and_collisions_are_filtered_by_hash(tmp_path: Path) -> None:
+    index = new_index(tmp_path)
+    # Find two keys with different hashes in the same slot.
+    base = "T#k0"
+    other = next(
+        f"T#k{n}"
+        for n in range(1, 500)
+        if index_key_hash(f"T#k{n}") % SLOTS == index_key_hash(base) % SLOTS
+        and index_key_hash(f"T#k{n}") != index_key_hash(base)
+    )
+    for n, key in enumerate([base, other, base, base]):
+        index.put_key(key, 1000 + n, T0 + n * 1000)
+    raw = index.mapped.path.read_bytes()
+    assert [item(raw, n)[3] for n in range(1, 5)] == [0, 1, 2, 3], "each points at the previous"
+    assert index.hash_slot_count == 1
+    assert index.select_phy_offsets(base, 10, 0, 2**62) == [1003, 1002, 1000]
+    assert index.select_phy_offsets(other, 10, 0, 2**62) == [1001]
+    assert index.select_phy_offsets(base, 2, 0, 2**62) == [1003, 1002], "max_num"
+    assert index.select_phy_offsets(base, 10, T0 + 2000, T0 + 2000) == [1002], "time window"
+    index.mapped.shutdown()
+
+
+def test_capacity_is_items_minus_one(tmp_path: Path) -> None:
+    index = new_index(tmp_path)
+    for n in range(ITEMS - 1):
+        assert index.put_key(f"T#{n}", n, T0)
+    assert index.is_write_full and not index.put_key("T#x", 99, T0)
+    assert index.index_count == ITEMS
+    index.mapped.shutdown()
+
+
+def test_continuation_header_and_time_diff_rules(tmp_path: Path) -> None:
+    index = new_index(tmp_path, end_phy_offset=5000, end_timestamp=T0)
+    assert (index.begin_phy_offset, index.end_phy_offset) == (5000, 5000)
+    assert (index.begin_timestamp, index.end_timestamp) == (T0, T0)
+    index.put_key("T#a", 6000, T0 + 3999)
+    raw = index.mapped.path.read_bytes()
+    assert item(raw, 1)[2] == 3, "computed against the previous file's end time"
+    assert (index.begin_timestamp, index.begin_phy_offset) == (T0 + 3999, 6000), "then replaced"
+    index.put_key("T#b", 7000, T0)  # earlier than begin now: negative -> 0
+    assert item(index.mapped.path.read_bytes(), 2)[2] == 0
+    index.mapped.shutdown()
+
+
+def test_time_matching() -> None:
+    class Fake:
+        begin_timestamp, end_timestamp = 100, 200
+
+    matched = IndexFile.is_time_matched
+    assert matched(Fake, 50, 250)  # type: ignore[arg-type]
+    assert matched(Fake, 150, 999)  # type: ignore[arg-type]
+    assert matched(Fake, 0, 100)  # type: ignore[arg-type]
+    assert not matched(Fake, 201, 300)  # type: ignore[arg-type]
+    assert not matched(Fake, 0, 99)  # type: ignore[arg-type]
+
+
+def test_open_checks_size_and_reads_header(tmp_path: Path) -> None:
+    index = new_index(tmp_path)
+    index.put_key("T#a", 100, T0)
+    index.flush_blocking()
+    index.mapped.shutdown()
+    again = IndexFile.open_blocking(tmp_path / "20240101000000000", SLOTS, ITEMS)
+    assert (again.index_count, again.end_phy_offset) == (2, 100)
+    assert again.select_phy_offsets("T#a", 3, 0, 2**62) == [100]
+    again.mapped.shutdown()
+    with pytest.raises(StoreLoadError, match="make"):
+        IndexFile.open_blocking(tmp_path / "20240101000000000", SLOTS + 1, ITEMS)
+    (tmp_path / "notes").write_bytes(b"")
+    with pytest.raises(StoreLoadError):
+        IndexFile.open_blocking(tmp_path / "notes", SLOTS, ITEMS)
