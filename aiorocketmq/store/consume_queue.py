@@ -397,11 +397,12 @@ class ConsumeQueue:
     def truncate_dirty_logic_files_blocking(self, physical_offset: int) -> None:
         """Drop units pointing at or past ``physical_offset`` (load/recovery phase).
 
-        ``truncateDirtyLogicFiles``: from the last file backwards, a file whose first
-        unit already points there goes entirely; otherwise keep its valid units
-        below the offset and stop.
+        ``truncateDirtyLogicFiles`` (specs/store.md §7.3 step 3): from the last file
+        backwards, a file whose first unit already points there goes entirely;
+        otherwise keep its valid units below the offset and stop. Unlike RocketMQ's
+        code, the first unit must be valid too: Java keeps an all-zero first unit
+        (offset 0 < the cut) as if it were a message.
         """
-        self.max_physic_offset = physical_offset
         while (mapped := self.queue.last_file) is not None:
             units = mapped.array(CQ_UNIT_DTYPE)
             if int(units[0]["offset"]) >= physical_offset:
@@ -411,13 +412,21 @@ class ConsumeQueue:
             keep = (
                 (units["offset"] >= 0) & (units["size"] > 0) & (units["offset"] < physical_offset)
             )
-            keep[0] = True  # the first unit is only checked against the offset (as RocketMQ)
             stops = np.flatnonzero(~keep)
             count = int(stops[0]) if len(stops) else len(units)
             mapped.set_positions(count * _UNIT_SIZE)
-            last = units[count - 1]
-            self.max_physic_offset = int(last["offset"]) + int(last["size"])
-            return
+            break
+        self.max_physic_offset = self._last_unit_end()
+
+    def _last_unit_end(self) -> int:
+        """End (offset + size) of the last written unit of the queue, -1 if none."""
+        files = self.queue.files
+        for mapped in reversed(files):
+            written = mapped.wrote_position // _UNIT_SIZE
+            if written:
+                last = mapped.array(CQ_UNIT_DTYPE)[written - 1]
+                return int(last["offset"]) + int(last["size"])
+        return -1
 
     def correct_min_offset(self, min_physical_offset: int) -> None:
         """Move ``min_logic_offset`` to the first unit of the first file that points at

@@ -299,3 +299,16 @@ def test_numpy_reads_agree_with_struct(
                 q += len(sl)
         assert matched == [not codes or tag in codes for _, _, tag in expected]
         queue.queue.shutdown()
+
+
+def test_truncate_never_turns_zeros_into_a_unit(tmp_path: Path) -> None:
+    # An empty last file (created, then the crash came before its first unit).
+    queue = new_queue(tmp_path)
+    fill(queue, 5)  # exactly one full file
+    queue.queue.create_last_file_blocking()
+    queue.truncate_dirty_logic_files_blocking(10_000)
+    assert queue.max_offset == 5 and queue.max_physic_offset == 500
+    assert queue.queue.last_file.wrote_position == 0  # type: ignore[union-attr]
+    queue.truncate_dirty_logic_files_blocking(0)
+    assert len(queue.queue) == 0 and queue.max_physic_offset == -1
+    queue.queue.shutdown()
