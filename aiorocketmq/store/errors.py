@@ -12,6 +12,7 @@ Tree::
     RocketMQError
     └── StoreError                 the store cannot do what was asked
         ├── StoreLoadError         a directory or file does not look like a 4.9 store
+        │   └── StoreLockedError   another store holds the directory's lock file
         └── StoreIOError           an I/O call on a store file failed (or a test said so)
 """
 
@@ -31,6 +32,13 @@ class StoreLoadError(StoreError):
     20-digit offset (or a 17-digit IndexFile time), or a queue directory that is not
     a directory. A stock 4.9 broker refuses to start in the same cases, so we do too
     instead of guessing.
+    """
+
+
+class StoreLockedError(StoreLoadError):
+    """Another store (this process or another, Java brokers included) holds ``<root>/lock``.
+
+    RocketMQ refuses to start with "Lock failed, MQ already started"; so do we.
     """
 
 

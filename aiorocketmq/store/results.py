@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Self
+
+from aiorocketmq.store.mapped_file import SelectedBuffer
 
 
 class PutMessageStatus(enum.Enum):
@@ -88,9 +91,53 @@ class PutMessageResult:
         return self.status.stored
 
 
+class _HeldRecords:
+    """Whole stored records as memoryviews, with the files they live in held.
+
+    A pull or query reply writes ``messages`` (or ``body()``) and then calls
+    ``release()``; until then the files cannot be unmapped under the views. Use it
+    as a context manager to release on exit. After ``release()`` the views are
+    released too: touching one raises ``ValueError`` instead of reading a file
+    that may be gone. Releasing twice is a no-op.
+    """
+
+    messages: list[memoryview]
+    buffers: list[SelectedBuffer]
+    buffer_total_size: int
+
+    def add_message(self, selected: SelectedBuffer) -> None:
+        """Take ownership of one held record."""
+        self.buffers.append(selected)
+        self.messages.append(selected.view)
+        self.buffer_total_size += selected.size
+
+    @property
+    def message_count(self) -> int:
+        """Records held (still counted after ``release()``)."""
+        return len(self.messages)
+
+    def body(self) -> bytes:
+        """The records concatenated: a PULL_MESSAGE or QUERY_MESSAGE reply body."""
+        return b"".join(self.messages)
+
+    def release(self) -> None:
+        """Release every record and its file reference (idempotent)."""
+        buffers, self.buffers = self.buffers, []
+        for selected in buffers:
+            selected.release()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+
 @dataclass(slots=True)
-class GetMessageResult:
-    """What a get returns: raw stored records, ready to be a pull reply body.
+class GetMessageResult(_HeldRecords):
+    """What a get returns: held stored records, ready to be a pull reply body.
+
+    Release it (``release()`` or ``with``) once the reply is written.
 
     Attributes:
         status: see ``GetMessageStatus``.
@@ -100,6 +147,8 @@ class GetMessageResult:
         messages: memoryviews of whole stored records, in queue order.
         suggest_pulling_from_slave: the consumer is far behind (data likely on disk).
         message_queue_offsets: queue offset of each returned message.
+        buffers: the held slices behind ``messages``.
+        buffer_total_size: bytes of all returned records.
     """
 
     status: GetMessageStatus
@@ -109,12 +158,25 @@ class GetMessageResult:
     messages: list[memoryview] = field(default_factory=list)
     suggest_pulling_from_slave: bool = False
     message_queue_offsets: list[int] = field(default_factory=list)
+    buffers: list[SelectedBuffer] = field(default_factory=list, repr=False)
+    buffer_total_size: int = 0
 
-    @property
-    def buffer_total_size(self) -> int:
-        """Bytes of all returned records."""
-        return sum(m.nbytes for m in self.messages)
 
-    def body(self) -> bytes:
-        """The records concatenated: a PULL_MESSAGE reply body."""
-        return b"".join(self.messages)
+@dataclass(slots=True)
+class QueryMessageResult(_HeldRecords):
+    """What a query by key returns (``QueryMessageResult``); release it when done.
+
+    Attributes:
+        messages: memoryviews of whole stored records (hash collisions included:
+            the caller checks the real key).
+        index_last_update_timestamp: endTimestamp of the newest IndexFile.
+        index_last_update_phyoffset: endPhyOffset of the newest IndexFile.
+        buffers: the held slices behind ``messages``.
+        buffer_total_size: bytes of all returned records.
+    """
+
+    messages: list[memoryview] = field(default_factory=list)
+    index_last_update_timestamp: int = 0
+    index_last_update_phyoffset: int = 0
+    buffers: list[SelectedBuffer] = field(default_factory=list, repr=False)
+    buffer_total_size: int = 0

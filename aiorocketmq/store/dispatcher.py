@@ -1,0 +1,385 @@
+"""ReputMessageService: the one path from CommitLog records to ConsumeQueue units and index keys.
+
+Owns: reading the CommitLog from ``reput_from`` to its max offset in strict
+CommitLog order (``DefaultMessageStore.ReputMessageService``; specs/store.md §8),
+building a ``DispatchRequest`` per record, putting the ConsumeQueue unit
+(NOT_TYPE and COMMIT records only) and the index keys (``messageIndexEnable``),
+advancing the checkpoint's logics timestamp, and telling arrival listeners (long
+polling) about every dispatched record. The master's put path, a slave's
+replication and the start-time redispatch after recovery all go through here.
+
+Must not: block the loop (a huge backlog is dispatched in bounded chunks with a
+yield between them), create files on the loop (NEED_FILE and a full index are
+answered by awaiting the allocator, then the same record is dispatched again:
+both puts are idempotent), copy bodies, or verify CRCs (recovery did).
+
+Reading rules, per record of a slice that ends at its file's read position:
+
+* valid record -> dispatch, notify, advance by TOTALSIZE;
+* BLANK -> the rest of the file is filler: jump to the next file's start;
+* the slice ends exactly after a record -> read the next slice;
+* a record whose header is sound but whose fields do not add up -> "[BUG]": skip
+  its TOTALSIZE;
+* anything else unparseable -> on a master, skip the rest of the readable slice;
+  on a SLAVE, stop and retry at the next wakeup, because HA frames are not
+  message-aligned and the tail may be half a record.
+
+tagsCode: ``hashCode(TAGS)`` (0 without tags); for a ``SCHEDULE_TOPIC_XXXX``
+record carrying ``DELAY``, the deliver time = STORETIMESTAMP + the level's delay,
+the level clamped to the highest one (``checkMessageAndReturnSize``, §4, §13).
+
+Waking: the put path calls ``wakeup()`` after every append, which sets an
+``asyncio.Event``; RocketMQ's 1 ms sleep-poll becomes a wait on it (with a 1 s
+timeout only as a safety net).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from aiorocketmq.common.constants import (
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    parse_delay_levels,
+)
+from aiorocketmq.common.message_codec import (
+    MIN_RECORD_SIZE,
+    RecordScanner,
+    RecordView,
+    ScanStop,
+    StopReason,
+)
+from aiorocketmq.common.properties import MessageConst
+from aiorocketmq.common.tag_hash import tags_code
+from aiorocketmq.runtime.lifecycle import Service
+from aiorocketmq.store.checkpoint import StoreCheckpoint
+from aiorocketmq.store.commit_log import CommitLog
+from aiorocketmq.store.config import BrokerRole, MessageStoreConfig
+from aiorocketmq.store.consume_queue import ConsumeQueue, PutUnitStatus
+from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
+from aiorocketmq.store.dispatch_request import DispatchRequest
+from aiorocketmq.store.errors import StoreError
+from aiorocketmq.store.index_service import IndexService
+from aiorocketmq.store.inner_message import parse_delay_level
+from aiorocketmq.store.running_flags import RunningFlags
+from aiorocketmq.store.store_stats import StoreStats
+
+__all__ = ["ArrivalListener", "ReputMessageService"]
+
+log = logging.getLogger(__name__)
+
+ArrivalListener = Callable[[str, int, int, int, int, dict[str, str]], None]
+"""``(topic, queue_id, max_offset, tags_code, store_timestamp, properties)``, called on
+the loop after a record was dispatched; ``max_offset`` is its queue offset + 1."""
+
+CHUNK_RECORDS: Final = 1024
+"""Records dispatched before the service yields to the loop: bounds the time any
+put or pull waits behind a large backlog (about 10 ms of work)."""
+
+_SAFETY_WAKE_S: Final = 1.0
+_FILE_RETRIES: Final = 3  # IndexService: 3 creations 1 s apart, then the index is in error
+_RETRY_PAUSE_S: Final = 1.0
+_HEAD: Final = struct.Struct(">ii")
+
+
+@dataclass(slots=True)
+class _NeedFile:
+    """A record could not be fully dispatched until a file exists."""
+
+    request: DispatchRequest
+    queue: ConsumeQueue | None  # None: the index needs a new file
+
+
+_CONTINUE: Final = "continue"
+_STOP: Final = "stop"
+
+
+class ReputMessageService(Service):
+    """Dispatches CommitLog records into ConsumeQueues and the index; see the module docstring.
+
+    Args:
+        config: role, delay levels, ``messageIndexEnable``.
+        commit_log: the source.
+        cq_table: where units go.
+        index_service: where keys go.
+        checkpoint: its logics (and, on a slave, physic) timestamp follows dispatch.
+        flags: error bits set when a queue or index write fails for good.
+        stats: counts dispatched records (per topic on a slave).
+        chunk_records: records per step before yielding (tests use small values).
+
+    Attributes:
+        reput_from: the next CommitLog offset to dispatch.
+    """
+
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        commit_log: CommitLog,
+        cq_table: ConsumeQueueTable,
+        index_service: IndexService,
+        checkpoint: StoreCheckpoint,
+        *,
+        flags: RunningFlags | None = None,
+        stats: StoreStats | None = None,
+        chunk_records: int = CHUNK_RECORDS,
+    ) -> None:
+        super().__init__("reput")
+        self._commit_log = commit_log
+        self._cq_table = cq_table
+        self._index = index_service
+        self._checkpoint = checkpoint
+        self._flags = flags if flags is not None else RunningFlags()
+        self._stats = stats if stats is not None else StoreStats()
+        self._chunk = max(chunk_records, 1)
+        self._slave = config.broker_role is BrokerRole.SLAVE
+        self._index_enabled = config.message_index_enable
+        self._delays_ms = parse_delay_levels(config.message_delay_level)
+        self._listeners: list[ArrivalListener] = []
+        self._wake = asyncio.Event()
+        self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
+        self._waiter_seq = 0
+        self.reput_from = 0
+
+    # -- public --------------------------------------------------------------------------
+
+    def wakeup(self) -> None:
+        """New data may be in the CommitLog: dispatch it now (plain def, cheap)."""
+        self._wake.set()
+
+    def add_arrival_listener(self, listener: ArrivalListener) -> None:
+        """Call ``listener`` for every dispatched record (never on a SLAVE)."""
+        self._listeners.append(listener)
+
+    def remove_arrival_listener(self, listener: ArrivalListener) -> None:
+        """Stop calling ``listener``."""
+        self._listeners.remove(listener)
+
+    def behind(self) -> int:
+        """CommitLog bytes not dispatched yet (``dispatchBehindBytes``); <= 0 when caught up."""
+        return self._commit_log.max_offset - self.reput_from
+
+    async def wait_dispatched(self, offset: int) -> bool:
+        """Wait until everything below ``offset`` is dispatched.
+
+        Returns:
+            True once ``reput_from >= offset``; False if the service stopped first.
+        """
+        if self.reput_from >= offset:
+            return True
+        if self.stopping.is_set():
+            return False
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiter_seq += 1
+        heapq.heappush(self._waiters, (offset, self._waiter_seq, future))
+        self._wake.set()
+        return await future
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def on_start(self) -> None:
+        self._wake.set()  # dispatch whatever the CommitLog already holds
+        self.spawn(self._reput_loop(), name="dispatch")
+
+    async def on_shutdown(self) -> None:
+        for _offset, _seq, future in self._waiters:
+            if not future.done():
+                future.set_result(False)
+        self._waiters.clear()
+        log.info(
+            "reput stopped reput_from=%s max_offset=%s behind=%s",
+            self.reput_from, self._commit_log.max_offset, self.behind(),
+        )  # fmt: skip
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def _reput_loop(self) -> None:
+        while True:
+            try:
+                async with asyncio.timeout(_SAFETY_WAKE_S):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            await self._do_reput()
+
+    async def _do_reput(self) -> None:
+        commit_log = self._commit_log
+        min_offset = commit_log.min_offset
+        if self.reput_from < min_offset:
+            # The files it pointed into expired before they were dispatched.
+            log.warning("reput_from=%s below min offset %s: jumping", self.reput_from, min_offset)
+            self.reput_from = min_offset
+        while self.reput_from < commit_log.max_offset:
+            outcome = self._reput_step()
+            self._resolve_waiters()
+            if outcome == _STOP:
+                break
+            if isinstance(outcome, _NeedFile):
+                await self._provide_file(outcome)
+            # Bounded chunk done: let puts and pulls run before the next one.
+            await asyncio.sleep(0)
+        self._resolve_waiters()
+
+    def _resolve_waiters(self) -> None:
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= self.reput_from:
+            future = heapq.heappop(waiters)[2]
+            if not future.done():
+                future.set_result(True)
+
+    # -- one bounded step (plain def: no await) ------------------------------------------
+
+    def _reput_step(self) -> str | _NeedFile:
+        """Dispatch up to ``chunk_records`` records of the slice at ``reput_from``."""
+        selected = self._commit_log.get_data(self.reput_from)
+        if selected is None:
+            return _STOP
+        with selected:
+            base = selected.start_offset
+            self.reput_from = base
+            scanner = RecordScanner(selected.view)
+            budget = self._chunk
+            for record in scanner:
+                request = self._build_request(record)
+                need = self._dispatch(request)
+                if need is not None:
+                    return need  # reput_from still points at this record
+                self.reput_from = base + record.end
+                budget -= 1
+                if budget == 0:
+                    return _CONTINUE
+            assert scanner.stop is not None
+            return self._after_stop(scanner.stop, base, selected.size, selected.view)
+
+    def _build_request(self, record: RecordView) -> DispatchRequest:
+        props = record.properties
+        code = tags_code(props.get(MessageConst.PROPERTY_TAGS))
+        if record.topic == RMQ_SYS_SCHEDULE_TOPIC:
+            code = self._deliver_time(props, record.store_timestamp, code)
+        return DispatchRequest.from_record(record, code)
+
+    def _deliver_time(self, props: dict[str, str], store_timestamp: int, tags: int) -> int:
+        """tagsCode of a schedule-topic record: store time + the DELAY level's delay."""
+        if MessageConst.PROPERTY_DELAY_TIME_LEVEL not in props:
+            return tags
+        level = parse_delay_level(props)
+        if level is None:
+            # Java's Integer.parseInt would fail the record; the put path refuses such
+            # messages, so this only comes from a foreign CommitLog: keep the tag hash.
+            log.warning("schedule record with an unparseable DELAY: %r", props)
+            return tags
+        level = min(level, len(self._delays_ms))
+        if level <= 0:
+            return tags
+        return store_timestamp + self._delays_ms[level - 1]
+
+    def _dispatch(self, request: DispatchRequest) -> _NeedFile | None:
+        """Unit, index keys, listeners; a _NeedFile when a file must be created first."""
+        if request.builds_consume_queue:
+            queue = self._cq_table.find_or_create(request.topic, request.queue_id)
+            status = queue.put(
+                request.commit_log_offset,
+                request.msg_size,
+                request.tags_code,
+                request.consume_queue_offset,
+                request.store_timestamp,
+            )
+            if status is PutUnitStatus.NEED_FILE:
+                return _NeedFile(request, queue)
+            if status is PutUnitStatus.OK:
+                self._checkpoint.logics_msg_timestamp = request.store_timestamp
+                if self._slave:
+                    self._checkpoint.physic_msg_timestamp = request.store_timestamp
+            elif status is PutUnitStatus.ERROR:
+                # The unit could not be written: stop taking puts and say so loudly;
+                # dispatch goes on so the other queues stay current.
+                self._flags.make_logics_queue_error()
+                log.error("consume queue write failed; store no longer writeable %s", request)
+        if self._index_enabled and not self._index.build_index(request):
+            return _NeedFile(request, None)
+        self._notify(request)
+        return None
+
+    def _notify(self, request: DispatchRequest) -> None:
+        self._stats.dispatched_messages += 1
+        if self._slave:
+            # A slave's puts arrive through replication: count them here.
+            self._stats.count_put(request.topic, 1, request.msg_size)
+            return
+        for listener in self._listeners:
+            listener(
+                request.topic,
+                request.queue_id,
+                request.consume_queue_offset + 1,
+                request.tags_code,
+                request.store_timestamp,
+                request.properties or {},
+            )
+
+    def _after_stop(self, stop: ScanStop, base: int, size: int, view: memoryview) -> str:
+        """Where to go once the scanner stopped inside the slice."""
+        if stop.reason is StopReason.END:
+            return _CONTINUE
+        if stop.reason is StopReason.BLANK:
+            self.reput_from = self._commit_log.roll_next_file(base + stop.offset)
+            return _CONTINUE
+        where = base + stop.offset
+        total = _sound_header_size(view, stop.offset, size)
+        if stop.reason is StopReason.CORRUPT and total:
+            log.error("[BUG] record at %s does not add up (%s): skipping it", where, stop.message)
+            self.reput_from = where + total
+            return _CONTINUE
+        if self._slave:
+            # Half a record replicated so far: wait for the rest.
+            return _STOP
+        log.error("[BUG] dispatch stopped at %s: %s; skipping the slice", where, stop.message)
+        self.reput_from = base + size
+        return _CONTINUE
+
+    # -- files ---------------------------------------------------------------------------
+
+    async def _provide_file(self, need: _NeedFile) -> None:
+        """Create the file a record waits for; then the step redoes the record."""
+        queue = need.queue
+        for attempt in range(1, _FILE_RETRIES + 1):
+            try:
+                if queue is not None:
+                    await queue.allocate_file(need.request.consume_queue_offset)
+                else:
+                    await self._index.create_file()
+                return
+            except StoreError:
+                log.exception("creating a file for %s failed (attempt %d)", need.request, attempt)
+                await self._pause()
+        if queue is not None:
+            # Dispatch is ordered: the record cannot be skipped. Refuse puts and keep
+            # trying, so the queue resumes if the disk comes back.
+            self._flags.make_logics_queue_error()
+        else:
+            # As RocketMQ: without an index file the store stops indexing.
+            self._flags.make_index_file_error()
+            self._index_enabled = False
+            log.error("index disabled: no index file could be created")
+
+    async def _pause(self) -> None:
+        try:
+            async with asyncio.timeout(_RETRY_PAUSE_S):
+                await self.stopping.wait()
+        except TimeoutError:
+            pass
+
+
+def _sound_header_size(view: memoryview, pos: int, size: int) -> int:
+    """TOTALSIZE of a v1 header at ``pos`` whose size fits the slice, else 0."""
+    if size - pos < _HEAD.size:
+        return 0
+    total, magic = _HEAD.unpack_from(view, pos)
+    sound = magic in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)
+    return int(total) if sound and MIN_RECORD_SIZE <= total <= size - pos else 0

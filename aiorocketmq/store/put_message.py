@@ -1,0 +1,378 @@
+"""The put path: validate, redirect delayed messages, encode, append, then keep the mode's promise.
+
+Owns: ``DefaultMessageStore.asyncPutMessage(s)`` plus ``CommitLog.asyncPutMessage(s)``
+(specs/store.md §3.7, §3.8, §6.1, §11.4) up to a ``PutMessageResult``:
+
+1. refuse with SERVICE_NOT_AVAILABLE when the store is not accepting puts (not
+   started or shutting down), is a SLAVE, or is not writeable (disk full, queue or
+   index error); with OS_PAGECACHE_BUSY while appends have been stalled waiting for
+   a new CommitLog file for more than ``osPageCacheBusyTimeOutMills`` (our
+   analogue of RocketMQ's put lock held too long);
+2. validate: topic over 127 chars or a properties string over 32767 chars,
+   a body over ``maxMessageSize``, a record over body limit + 64 KiB, or one that
+   cannot be encoded -> MESSAGE_ILLEGAL; properties over 32767 bytes once encoded
+   -> PROPERTIES_SIZE_EXCEEDED;
+3. a NOT_TYPE or COMMIT message with ``DELAY`` > 0 goes to ``SCHEDULE_TOPIC_XXXX``
+   queue ``level - 1`` (level clamped to the highest), with ``REAL_TOPIC`` and
+   ``REAL_QID`` added and the properties re-serialised from the map;
+4. encode outside the append (``common.message_codec``), then append with no await
+   in between (``CommitLog.append`` is the critical section); NEEDS_FILE -> await
+   the allocator and append again;
+5. wake the dispatcher, then await what the mode promises: SYNC_FLUSH group commit
+   unless ``WAIT=false`` (FLUSH_DISK_TIMEOUT when it times out); a SYNC_MASTER's
+   replication through ``replica_waiter`` (the HA layer's seam).
+
+Must not: touch ConsumeQueues (the dispatcher does), block, or sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+from aiorocketmq.common.clock import Clock
+from aiorocketmq.common.constants import (
+    PROPERTIES_MAX_LENGTH,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    TOPIC_MAX_LENGTH,
+    MessageSysFlag,
+    parse_delay_levels,
+)
+from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
+from aiorocketmq.common.message_codec import (
+    decode_batch_entries,
+    encode_record,
+    merge_batch_properties,
+)
+from aiorocketmq.common.msg_id import pack_ip
+from aiorocketmq.common.properties import MessageConst, properties_to_string
+from aiorocketmq.runtime.lifecycle import ServiceStateError
+from aiorocketmq.store.commit_log import AppendResult, AppendStatus, CommitLog, queue_key
+from aiorocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
+from aiorocketmq.store.errors import StoreError
+from aiorocketmq.store.flush import GroupCommitService
+from aiorocketmq.store.inner_message import (
+    MessageExtBatch,
+    MessageExtBrokerInner,
+    parse_delay_level,
+)
+from aiorocketmq.store.results import PutMessageResult, PutMessageStatus
+from aiorocketmq.store.running_flags import RunningFlags
+from aiorocketmq.store.store_stats import StoreStats
+
+__all__ = ["MessagePutter", "ReplicaWaiter"]
+
+log = logging.getLogger(__name__)
+
+ReplicaWaiter = Callable[[int], Awaitable[PutMessageStatus]]
+"""The HA seam: given a put's end offset, wait until a slave has it. Returns PUT_OK,
+FLUSH_SLAVE_TIMEOUT or SLAVE_NOT_AVAILABLE (``HAService.isSlaveOK`` + GroupTransfer)."""
+
+RECORD_OVERHEAD_MAX: Final = 64 * 1024
+"""4.9.5+: a record may exceed the body limit by at most this (``MessageExtEncoder``)."""
+
+_TRAN_MASK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+_DELAYABLE: Final = (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+_PORT: Final = struct.Struct(">i")
+_OK: Final = PutMessageStatus.PUT_OK
+_TOO_LARGE: Final = (AppendStatus.MESSAGE_SIZE_EXCEEDED, AppendStatus.PROPERTIES_SIZE_EXCEEDED)
+
+
+def _refused(status: PutMessageStatus, remark: str | None = None) -> PutMessageResult:
+    return PutMessageResult(status, remark=remark)
+
+
+class MessagePutter:
+    """Puts messages into the CommitLog; see the module docstring.
+
+    Args:
+        config: limits, role, flush mode, delay levels.
+        commit_log: where records go.
+        clock: store timestamps and the stall timer.
+        flags: writeable or not.
+        stats: put counters.
+        wakeup: the dispatcher's ``wakeup``.
+
+    Attributes:
+        accepting: the store is started and not shutting down.
+        group_commit: SYNC_FLUSH's service, set by the store at start.
+        replica_waiter: SYNC_MASTER's wait for a slave; None means no slave can
+            confirm, so waiting SYNC_MASTER puts report SLAVE_NOT_AVAILABLE.
+    """
+
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        commit_log: CommitLog,
+        *,
+        clock: Clock,
+        flags: RunningFlags,
+        stats: StoreStats,
+        wakeup: Callable[[], None],
+    ) -> None:
+        self._commit_log = commit_log
+        self._clock = clock
+        self._flags = flags
+        self._stats = stats
+        self._wakeup = wakeup
+        self._max_body = config.max_message_size
+        self._max_record = config.max_message_size + RECORD_OVERHEAD_MAX
+        self._sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self._role = config.broker_role
+        self._busy_timeout_ms = config.os_page_cache_busy_time_out_mills
+        self._max_delay_level = len(parse_delay_levels(config.message_delay_level))
+        self._msg_id_prefixes: dict[tuple[str, int], str] = {}
+        self._stalled_since_ms = 0  # monotonic ms since appends wait for a file; 0: none
+        self._waiting_for_file = 0
+        self._no_waiters = asyncio.Event()
+        self._no_waiters.set()
+        self.accepting = False
+        self.group_commit: GroupCommitService | None = None
+        self.replica_waiter: ReplicaWaiter | None = None
+
+    # -- checks --------------------------------------------------------------------------
+
+    def check_store_status(self) -> PutMessageStatus | None:
+        """Why a put must be refused now, or None (``checkStoreStatus``)."""
+        if not self.accepting or self._role is BrokerRole.SLAVE or not self._flags.writeable:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        stalled = self._stalled_since_ms
+        if stalled and self._clock.monotonic_ms() - stalled > self._busy_timeout_ms:
+            return PutMessageStatus.OS_PAGECACHE_BUSY
+        return None
+
+    async def wait_appends_done(self) -> None:
+        """Wait until no put is waiting for a CommitLog file (shutdown, before flushing)."""
+        await self._no_waiters.wait()
+
+    # -- single message ------------------------------------------------------------------
+
+    async def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        """Store one message; see the module docstring for every status."""
+        refused = self.check_store_status()
+        if refused is not None:
+            return self._failed(_refused(refused))
+        encoded = self.encode_message(msg)
+        if isinstance(encoded, PutMessageResult):
+            return self._failed(encoded)
+        record, key, topic = encoded
+        appended = await self._append(record, key, batch=False)
+        if isinstance(appended, PutMessageResult):
+            return self._failed(appended)
+        return await self._finish(appended, topic, msg.store_host, msg.wait_store_msg_ok)
+
+    def encode_message(
+        self, msg: MessageExtBrokerInner
+    ) -> tuple[bytearray, str, str] | PutMessageResult:
+        """Validate, redirect if delayed, and encode: ``(record, queue key, topic)``."""
+        topic, queue_id = msg.topic, msg.queue_id
+        if len(topic) > TOPIC_MAX_LENGTH:
+            return _refused(PutMessageStatus.MESSAGE_ILLEGAL, "topic longer than 127")
+        try:
+            properties = msg.stored_properties()
+        except LocalProtocolError as exc:
+            return _refused(PutMessageStatus.MESSAGE_ILLEGAL, str(exc))
+        if len(properties) > PROPERTIES_MAX_LENGTH:
+            return _refused(PutMessageStatus.MESSAGE_ILLEGAL, "properties longer than 32767")
+        if msg.sys_flag & _TRAN_MASK in _DELAYABLE:
+            level = parse_delay_level(msg.properties)
+            if level is None:
+                return _refused(PutMessageStatus.MESSAGE_ILLEGAL, "DELAY is not an integer")
+            if level > 0:
+                redirected = self._redirect_delayed(msg, level)
+                if isinstance(redirected, PutMessageResult):
+                    return redirected
+                topic, queue_id, properties = redirected
+        body = msg.body
+        if (body.nbytes if isinstance(body, memoryview) else len(body)) > self._max_body:
+            return _refused(PutMessageStatus.MESSAGE_ILLEGAL, "body exceeds maxMessageSize")
+        record = self._encode(msg, topic, queue_id, properties)
+        if isinstance(record, PutMessageResult):
+            return record
+        return record, queue_key(topic, queue_id), topic
+
+    def _redirect_delayed(
+        self, msg: MessageExtBrokerInner, level: int
+    ) -> tuple[str, int, str] | PutMessageResult:
+        # The original message is left untouched: a retried put must not nest.
+        props = dict(msg.properties)
+        if level > self._max_delay_level:
+            level = self._max_delay_level
+            props[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(level)
+        props[MessageConst.PROPERTY_REAL_TOPIC] = msg.topic
+        props[MessageConst.PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
+        try:
+            properties = properties_to_string(props)
+        except LocalProtocolError as exc:
+            return _refused(PutMessageStatus.MESSAGE_ILLEGAL, str(exc))
+        return RMQ_SYS_SCHEDULE_TOPIC, level - 1, properties
+
+    def _encode(
+        self, msg: MessageExtBrokerInner, topic: str, queue_id: int, properties: str
+    ) -> bytearray | PutMessageResult:
+        try:
+            record = encode_record(
+                topic=topic,
+                body=msg.body,
+                properties=properties,
+                queue_id=queue_id,
+                flag=msg.flag,
+                sys_flag=msg.sys_flag,
+                born_timestamp=msg.born_timestamp,
+                born_host=msg.born_host,
+                store_timestamp=0,  # patched inside the append
+                store_host=msg.store_host,
+                reconsume_times=msg.reconsume_times,
+                prepared_transaction_offset=msg.prepared_transaction_offset,
+            )
+        except LocalProtocolError as exc:
+            return _encode_failure(properties, exc)
+        if len(record) > self._max_record:
+            return _refused(PutMessageStatus.MESSAGE_ILLEGAL, "record exceeds body limit + 64 KiB")
+        return record
+
+    # -- batch ---------------------------------------------------------------------------
+
+    async def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
+        """Store a batch of one queue as consecutive records, never split across files."""
+        refused = self.check_store_status()
+        if refused is not None:
+            return self._failed(_refused(refused))
+        records = self.encode_batch(batch)
+        if isinstance(records, PutMessageResult):
+            return self._failed(records)
+        key = queue_key(batch.topic, batch.queue_id)
+        appended = await self._append(records, key, batch=True)
+        if isinstance(appended, PutMessageResult):
+            return self._failed(appended)
+        return await self._finish(appended, batch.topic, batch.store_host, batch.wait_store_msg_ok)
+
+    def encode_batch(self, batch: MessageExtBatch) -> bytearray | PutMessageResult:
+        """Validate a batch and encode every entry (``checkMessages``, ``encode(batch)``)."""
+        illegal = PutMessageStatus.MESSAGE_ILLEGAL
+        body = batch.body
+        if len(batch.topic) > TOPIC_MAX_LENGTH:
+            return _refused(illegal, "topic longer than 127")
+        if (body.nbytes if isinstance(body, memoryview) else len(body)) > self._max_body:
+            return _refused(illegal, "batch body exceeds maxMessageSize")
+        if batch.sys_flag & _TRAN_MASK != MessageSysFlag.TRANSACTION_NOT_TYPE:
+            return _refused(illegal, "a batch cannot be transactional")
+        if parse_delay_level(batch.properties) != 0:
+            return _refused(illegal, "a batch cannot be delayed")
+        try:
+            entries = decode_batch_entries(body)
+            batch_props = properties_to_string(batch.properties)
+        except (RemoteProtocolError, LocalProtocolError) as exc:
+            return _refused(illegal, str(exc))
+        if not entries:
+            return _refused(illegal, "empty batch")
+        out = bytearray()
+        for entry in entries:
+            properties = merge_batch_properties(entry.properties_raw, batch_props)
+            try:
+                out += encode_record(
+                    topic=batch.topic, body=entry.body, properties=properties,
+                    queue_id=batch.queue_id, flag=entry.flag, sys_flag=batch.sys_flag,
+                    born_timestamp=batch.born_timestamp, born_host=batch.born_host,
+                    store_timestamp=0, store_host=batch.store_host,
+                    reconsume_times=batch.reconsume_times,
+                )  # fmt: skip
+            except LocalProtocolError as exc:
+                return _encode_failure(properties, exc)
+        return out
+
+    # -- append and promises -------------------------------------------------------------
+
+    async def _append(
+        self, record: bytearray, key: str, *, batch: bool
+    ) -> AppendResult | PutMessageResult:
+        """The critical section; awaits only when the next CommitLog file is not ready."""
+        append = self._commit_log.append_batch if batch else self._commit_log.append
+        result = append(record, key, self._clock.now_ms())
+        while result.status is AppendStatus.NEED_FILE:
+            failure = await self._wait_for_file()
+            if failure is not None:
+                return failure
+            result = append(record, key, self._clock.now_ms())
+        if result.status is AppendStatus.PUT_OK:
+            return result
+        if result.status in _TOO_LARGE:
+            return _refused(PutMessageStatus.MESSAGE_ILLEGAL, "record does not fit a file")
+        return _refused(PutMessageStatus.UNKNOWN_ERROR, f"append failed: {result.status.value}")
+
+    async def _wait_for_file(self) -> PutMessageResult | None:
+        if not self._stalled_since_ms:
+            self._stalled_since_ms = self._clock.monotonic_ms()
+        self._waiting_for_file += 1
+        self._no_waiters.clear()
+        try:
+            await self._commit_log.allocate_next_file()
+        except (StoreError, ServiceStateError) as exc:
+            log.error("creating the next CommitLog file failed: %s", exc)
+            return _refused(PutMessageStatus.CREATE_MAPEDFILE_FAILED, str(exc))
+        finally:
+            self._stalled_since_ms = 0
+            self._waiting_for_file -= 1
+            if not self._waiting_for_file:
+                self._no_waiters.set()
+        return None
+
+    async def _finish(
+        self, appended: AppendResult, topic: str, store_host: tuple[str, int], wait: bool
+    ) -> PutMessageResult:
+        self._wakeup()
+        self._stats.count_put(topic, appended.message_count, appended.wrote_bytes)
+        offsets = appended.record_offsets or [appended.physical_offset]
+        result = PutMessageResult(
+            _OK,
+            appended.physical_offset,
+            appended.wrote_bytes,
+            appended.queue_offset,
+            [self._msg_id(store_host, offset) for offset in offsets],
+            appended.store_timestamp,
+            appended.message_count,
+        )
+        if self._sync_flush or self._role is BrokerRole.SYNC_MASTER:
+            result.status = await self._keep_promises(appended.next_offset, wait)
+        return result
+
+    async def _keep_promises(self, next_offset: int, wait: bool) -> PutMessageStatus:
+        """Flush and replica results combined: a replica failure wins over a flush one."""
+        flushed: asyncio.Future[bool] | None = None
+        if self._sync_flush and self.group_commit is not None:
+            # WAIT=false still asks for the flush (RocketMQ wakes the service); only
+            # the answer is not awaited.
+            flushed = self.group_commit.request(next_offset)
+        status = _OK
+        if wait and self._role is BrokerRole.SYNC_MASTER:
+            waiter = self.replica_waiter
+            replica = PutMessageStatus.SLAVE_NOT_AVAILABLE
+            if waiter is not None:
+                replica = await waiter(next_offset)
+            if replica is not _OK:
+                status = replica
+        if wait and flushed is not None and not await flushed and status is _OK:
+            status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        return status
+
+    def _msg_id(self, store_host: tuple[str, int], offset: int) -> str:
+        """offsetMsgId: store ip + port + offset in upper-case hex (prefix cached)."""
+        prefix = self._msg_id_prefixes.get(store_host)
+        if prefix is None:
+            raw = pack_ip(store_host[0]) + _PORT.pack(store_host[1])
+            prefix = self._msg_id_prefixes[store_host] = raw.hex().upper()
+        return f"{prefix}{offset:016X}"
+
+    def _failed(self, result: PutMessageResult) -> PutMessageResult:
+        self._stats.put_message_failed_times += 1
+        return result
+
+
+def _encode_failure(properties: str, exc: LocalProtocolError) -> PutMessageResult:
+    """PROPERTIES_SIZE_EXCEEDED when the encoded properties are too long, else ILLEGAL."""
+    if len(properties.encode("utf-8", "surrogateescape")) > PROPERTIES_MAX_LENGTH:
+        return _refused(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, str(exc))
+    return _refused(PutMessageStatus.MESSAGE_ILLEGAL, str(exc))

@@ -1,0 +1,177 @@
+"""The dispatcher (ReputMessageService): CommitLog order, BLANK records, listeners,
+bounded chunks, unaligned replicated frames, corrupt slices and index rotation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from aiorocketmq.common.clock import ManualClock
+from aiorocketmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC
+from aiorocketmq.common.message_codec import decode_record
+from aiorocketmq.common.tag_hash import tags_code
+from aiorocketmq.store.config import BrokerRole
+from aiorocketmq.store.message_store import MessageStore
+from aiorocketmq.store.results import GetMessageStatus
+from tests.support.wait import wait_until
+from tests.unit.store.helpers import make_record
+from tests.unit.store.store_support import (
+    TOPIC,
+    dispatched,
+    inner,
+    open_store,
+    put_ok,
+    store_config,
+)
+
+Arrival = tuple[str, int, int, int, int, dict[str, str]]
+
+
+def units_of(store: MessageStore, topic: str, queue_id: int) -> list[tuple[int, int, int]]:
+    queue = store.cq_table.get(topic, queue_id)
+    assert queue is not None
+    return [queue.get_unit(q) for q in range(queue.max_offset)]  # type: ignore[misc]
+
+
+async def test_listeners_hear_every_record_with_its_tags_code(tmp_path: Path) -> None:
+    store = await open_store(store_config(tmp_path), clock=ManualClock())
+    heard: list[Arrival] = []
+    store.add_arrival_listener(lambda *args: heard.append(args))
+    try:
+        plain = await put_ok(store, inner(b"a", queue_id=2, TAGS="TagA"))
+        delayed = await put_ok(store, inner(b"b", DELAY="1"))
+        await dispatched(store)
+    finally:
+        await store.shutdown()
+    assert heard[0] == (TOPIC, 2, 1, tags_code("TagA"), plain.store_timestamp, {"TAGS": "TagA"})
+    topic, queue_id, max_offset, code, _ts, props = heard[1]
+    assert (topic, queue_id, max_offset) == (RMQ_SYS_SCHEDULE_TOPIC, 0, 1)
+    assert code == delayed.store_timestamp + 1000 and props["REAL_TOPIC"] == TOPIC
+    assert store.stats.dispatched_messages == 2
+
+
+async def test_blank_records_are_skipped_across_many_files(tmp_path: Path) -> None:
+    store = await open_store(store_config(tmp_path))
+    try:
+        results = [await put_ok(store, inner(bytes(3000 + i * 10))) for i in range(100)]
+        await dispatched(store)
+        assert len(store.commit_log.queue) >= 4  # every roll left a BLANK record behind
+        expected = [(r.physical_offset, r.wrote_bytes, 0) for r in results]
+        assert units_of(store, TOPIC, 0) == expected
+        assert store.dispatch_behind_bytes() <= 0
+        assert store.checkpoint.logics_msg_timestamp == results[-1].store_timestamp
+    finally:
+        await store.shutdown()
+
+
+async def test_a_backlog_is_dispatched_in_chunks_without_starving_the_loop(tmp_path: Path) -> None:
+    store = await open_store(store_config(tmp_path))
+    store.dispatcher._chunk = 3
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    try:
+        # ASYNC_FLUSH puts never suspend, so 90 of them build a backlog undispatched.
+        for i in range(90):
+            await put_ok(store, inner(bytes([i])))
+        assert store.dispatch_behind_bytes() > 0
+        task = asyncio.create_task(ticker())
+        await dispatched(store)
+        task.cancel()
+        assert ticks >= 25  # the loop ran between (about 30) chunks
+        assert len(units_of(store, TOPIC, 0)) == 90
+    finally:
+        await store.shutdown()
+
+
+async def test_slave_dispatches_unaligned_frames_and_tells_no_listener(tmp_path: Path) -> None:
+    master = await open_store(store_config(tmp_path / "m"))
+    try:
+        for i in range(50):
+            await put_ok(master, inner(bytes([i]) * (700 + i), queue_id=i % 2, KEYS=f"k{i}"))
+        await dispatched(master)
+        expected = {q: units_of(master, TOPIC, q) for q in (0, 1)}
+        chunks = []
+        offset = 0
+        while offset < master.max_phy_offset:
+            data = master.get_commit_log_data(offset)
+            assert data is not None
+            with data:
+                chunks.append((offset, bytes(data.view)))
+                offset += data.size
+            # A file's slice ends at its end after a roll: go on in the next file.
+            offset = max(offset, master.commit_log.roll_next_file(offset - 1))
+            offset = min(offset, master.max_phy_offset)
+    finally:
+        await master.shutdown()
+    slave = await open_store(store_config(tmp_path / "s", broker_role=BrokerRole.SLAVE))
+    heard: list[Arrival] = []
+    slave.add_arrival_listener(lambda *args: heard.append(args))
+    try:
+        for start, data in chunks:
+            for pos in range(0, len(data), 333):  # HA frames cut records anywhere
+                assert await slave.append_to_commit_log(start + pos, data[pos : pos + 333])
+                await asyncio.sleep(0)
+        await dispatched(slave)
+        assert {q: units_of(slave, TOPIC, q) for q in (0, 1)} == expected
+        assert heard == [] and slave.stats.topic_put_times[TOPIC] == 50
+        assert slave.checkpoint.physic_msg_timestamp > 0
+        with slave.query_message(TOPIC, "k33", 32, 0, 2**62) as found:
+            assert found.message_count == 1
+    finally:
+        await slave.shutdown()
+
+
+async def test_master_skips_what_does_not_parse(tmp_path: Path) -> None:
+    store = await open_store(store_config(tmp_path))
+    try:
+        await put_ok(store, inner(b"before"))
+        await dispatched(store)
+        # A record whose header is sound but whose lengths do not add up: skipped alone.
+        broken = make_record(body=b"broken")
+        broken[-2:] = b"\x7f\x7f"  # properties length no longer matches TOTALSIZE
+        # Then bytes that are no record at all: the rest of the slice is skipped.
+        junk = b"\x00\x00\x00\x40" + b"\xee" * 60
+        for data in (bytes(broken), junk):
+            assert await store.append_to_commit_log(store.max_phy_offset, data)
+        await dispatched(store)
+        after = await put_ok(store, inner(b"after"))
+        await dispatched(store)
+        queue = store.cq_table.get(TOPIC, 0)
+        assert queue is not None and queue.max_offset == 2
+        assert queue.get_unit(1) == (after.physical_offset, after.wrote_bytes, 0)
+    finally:
+        await store.shutdown()
+
+
+async def test_wait_dispatched_answers_false_after_shutdown(tmp_path: Path) -> None:
+    store = await open_store(store_config(tmp_path))
+    await put_ok(store, inner())
+    await store.shutdown()
+    assert not await store.dispatcher.wait_dispatched(store.max_phy_offset + 1)
+
+
+async def test_index_rotation_and_checkpoint(tmp_path: Path) -> None:
+    store = await open_store(store_config(tmp_path, max_index_num=6, max_hash_slot_num=4))
+    try:
+        for i in range(20):
+            await put_ok(store, inner(f"m{i}".encode(), KEYS=f"key{i} shared"))
+        await dispatched(store)
+        assert len(store.index_service.files) >= 6  # 40 keys, 5 per file
+        await wait_until(lambda: store.checkpoint.index_msg_timestamp > 0, what="index full")
+        with store.query_message(TOPIC, "shared", 64, 0, 2**62) as shared:
+            assert shared.message_count == 20
+            bodies = {decode_record(view).body for view in shared.messages}
+            assert bodies == {f"m{i}".encode() for i in range(20)}
+        result = store.get_message("g", TOPIC, 0, 0, 32)
+        assert result is not None
+        with result:
+            assert result.status is GetMessageStatus.FOUND and result.message_count == 20
+    finally:
+        await store.shutdown()
