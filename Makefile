@@ -53,6 +53,8 @@ test: lint interop-deps
 bench: $(STAMP)
 	$(BIN)/python benchmarks/remoting_bench.py
 	$(BIN)/python benchmarks/namesrv_bench.py
+	$(BIN)/python benchmarks/store_bench.py
+	$(BIN)/python benchmarks/message_store_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis $(NODE_DIR)/node_modules

@@ -41,7 +41,7 @@ import logging
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from aiorocketmq.common.constants import (
     MESSAGE_MAGIC_CODE,
@@ -87,6 +87,7 @@ _SAFETY_WAKE_S: Final = 1.0
 _FILE_RETRIES: Final = 3  # IndexService: 3 creations 1 s apart, then the index is in error
 _RETRY_PAUSE_S: Final = 1.0
 _HEAD: Final = struct.Struct(">ii")
+_TAGS_CACHE_MAX: Final = 4096  # distinct TAGS values remembered; a topic has few
 
 
 @dataclass(slots=True)
@@ -145,6 +146,7 @@ class ReputMessageService(Service):
         self._wake = asyncio.Event()
         self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
         self._waiter_seq = 0
+        self._tags_codes: dict[str | None, int] = {}
         self.reput_from = 0
 
     # -- public --------------------------------------------------------------------------
@@ -187,11 +189,15 @@ class ReputMessageService(Service):
         self._wake.set()  # dispatch whatever the CommitLog already holds
         self.spawn(self._reput_loop(), name="dispatch")
 
+    def on_task_failed(self, task: asyncio.Task[Any], exc: BaseException) -> None:
+        # Without dispatch, stored messages never reach their queues: stop taking
+        # puts (the owner sees ``failures``) and let nobody wait for it forever.
+        super().on_task_failed(task, exc)
+        self._flags.make_logics_queue_error()
+        self._release_waiters()
+
     async def on_shutdown(self) -> None:
-        for _offset, _seq, future in self._waiters:
-            if not future.done():
-                future.set_result(False)
-        self._waiters.clear()
+        self._release_waiters()
         log.info(
             "reput stopped reput_from=%s max_offset=%s behind=%s",
             self.reput_from, self._commit_log.max_offset, self.behind(),
@@ -227,6 +233,12 @@ class ReputMessageService(Service):
             await asyncio.sleep(0)
         self._resolve_waiters()
 
+    def _release_waiters(self) -> None:
+        for _offset, _seq, future in self._waiters:
+            if not future.done():
+                future.set_result(False)
+        self._waiters.clear()
+
     def _resolve_waiters(self) -> None:
         waiters = self._waiters
         while waiters and waiters[0][0] <= self.reput_from:
@@ -260,7 +272,13 @@ class ReputMessageService(Service):
 
     def _build_request(self, record: RecordView) -> DispatchRequest:
         props = record.properties
-        code = tags_code(props.get(MessageConst.PROPERTY_TAGS))
+        tags = props.get(MessageConst.PROPERTY_TAGS)
+        # Java's String.hashCode runs in Python here; messages repeat a few tags.
+        code = self._tags_codes.get(tags)
+        if code is None:
+            if len(self._tags_codes) >= _TAGS_CACHE_MAX:
+                self._tags_codes.clear()
+            code = self._tags_codes[tags] = tags_code(tags)
         if record.topic == RMQ_SYS_SCHEDULE_TOPIC:
             code = self._deliver_time(props, record.store_timestamp, code)
         return DispatchRequest.from_record(record, code)

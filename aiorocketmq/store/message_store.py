@@ -11,9 +11,11 @@ order they load, start and stop in (``DefaultMessageStore``; specs/store.md §7.
 * ``start()``: allocators; redispatch from the report's ``redispatch_from`` until
   caught up, then rebuild the queue-offset table; the CommitLog flush service
   (SYNC_FLUSH: group commit; ASYNC_FLUSH: interval flush); the ConsumeQueue flush
-  service (which writes the checkpoint); then create ``abort`` and accept puts;
+  service (which writes the checkpoint); create ``abort``; file expiry and the
+  disk guard (``CleanupService``, whose verdict sets the DISK_FULL flag); then
+  accept puts;
 * ``shutdown()`` (idempotent): refuse puts, let waiting appends and the reput
-  finish, flush the CommitLog, ConsumeQueues and index, write the checkpoint,
+  finish, stop expiry, flush the CommitLog, ConsumeQueues and index, write the checkpoint,
   unmap, and delete ``abort`` only if the store is writeable and the reput caught
   up, so a store that was not healthy recovers as after a crash next time.
 
@@ -40,8 +42,9 @@ from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.message import MessageExt
 from aiorocketmq.common.msg_id import decode_offset_msg_id
 from aiorocketmq.runtime.executor import BlockingExecutor
-from aiorocketmq.runtime.lifecycle import Service
+from aiorocketmq.runtime.lifecycle import Service, ServiceStateError
 from aiorocketmq.store.checkpoint import StoreCheckpoint, write_checkpoint_blocking
+from aiorocketmq.store.cleanup import CleanupService
 from aiorocketmq.store.commit_log import AppendStatus, CommitLog
 from aiorocketmq.store.config import FlushDiskType, MessageStoreConfig
 from aiorocketmq.store.consume_queue_flush import FlushConsumeQueueService
@@ -137,6 +140,12 @@ class MessageStore(Service):
             least_pages=config.flush_consume_queue_least_pages,
             thorough_interval_ms=config.flush_consume_queue_thorough_interval, clock=self.clock,
         )  # fmt: skip
+        # Deletions get a pool of their own: unlinking a 1 GiB file must not delay a flush.
+        self._clean_executor = BlockingExecutor("store-clean", 1)
+        self.cleanup_service = CleanupService(
+            config, self.commit_log, self.cq_table, self.index_service, self._clean_executor,
+            self.clock, on_writable_changed=self.on_disk_writable_changed,
+        )  # fmt: skip
         self.load_result: LoadResult | None = None
         self._lock_fd: int | None = None
         self._checkpoint_lock = asyncio.Lock()
@@ -208,6 +217,7 @@ class MessageStore(Service):
         await self.flush_service.start()
         await self.cq_flush_service.start()
         await self.executor.run(create_abort_file_blocking, self.config.abort_path)
+        await self.cleanup_service.start()
         self._putter.accepting = True
 
     def recover_topic_queue_table(self) -> None:
@@ -232,8 +242,9 @@ class MessageStore(Service):
         await self._close(delete_abort=False)
 
     async def _stop_parts(self) -> None:
-        # Reput first (nothing more reaches the queues), then the final CommitLog flush
-        # (group-commit waiters get their answer), then queues and checkpoint.
+        # No more deletions; then the reput (nothing more reaches the queues), the final
+        # CommitLog flush (group-commit waiters get their answer), queues, index.
+        await self.cleanup_service.shutdown()
         await self.dispatcher.shutdown()
         await self.flush_service.shutdown()
         await self.cq_flush_service.shutdown()
@@ -265,6 +276,7 @@ class MessageStore(Service):
         if self._lock_fd is not None:
             await self.executor.run(release_lock_blocking, self._lock_fd)
             self._lock_fd = None
+        await self._clean_executor.shutdown()
         if self._own_executor:
             await self.executor.shutdown()
 
@@ -318,7 +330,11 @@ class MessageStore(Service):
             return False
         status = self.commit_log.append_data(start_offset, data)
         if status is AppendStatus.NEED_FILE:
-            await self.commit_log.allocate_next_file(start_offset)
+            try:
+                await self.commit_log.allocate_next_file(start_offset)
+            except (StoreError, ServiceStateError) as exc:
+                log.error("append_to_commit_log: no file for %s: %s", start_offset, exc)
+                return False
             status = self.commit_log.append_data(start_offset, data)
         if status is not AppendStatus.PUT_OK:
             log.error("append_to_commit_log failed at %s (%d bytes)", start_offset, len(data))
@@ -357,7 +373,9 @@ class MessageStore(Service):
         )
 
     def look_message_by_offset(self, physical_offset: int) -> MessageExt | None:
-        """The message stored at ``physical_offset``, or None."""
+        """The message stored at ``physical_offset``, or None (also when not serving)."""
+        if not self.running:
+            return None
         return self._getter.look_message_by_offset(physical_offset)
 
     def look_message_by_msg_id(self, msg_id: str) -> MessageExt | None:
@@ -366,16 +384,23 @@ class MessageStore(Service):
             _ip, _port, offset = decode_offset_msg_id(msg_id)
         except RemoteProtocolError:
             return None
-        return self._getter.look_message_by_offset(offset)
+        return self.look_message_by_offset(offset)
 
     def select_one_message_by_offset(self, physical_offset: int) -> SelectedBuffer | None:
         """The held raw record at ``physical_offset`` (release it), or None."""
+        if not self.running:
+            return None
         return self._getter.select_one_message_by_offset(physical_offset)
 
     def query_message(
         self, topic: str, key: str, max_num: int, begin: int, end: int
     ) -> QueryMessageResult:
-        """Messages by ``KEYS``/``UNIQ_KEY`` stored in ``[begin, end]`` ms; release it."""
+        """Messages by ``KEYS``/``UNIQ_KEY`` stored in ``[begin, end]`` ms; release it.
+
+        Empty when the store is not serving.
+        """
+        if not self.running:
+            return QueryMessageResult()
         return self._getter.query_message(topic, key, max_num, begin, end)
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:

@@ -26,31 +26,33 @@ class RunningFlag(enum.IntFlag):
     DISK_FULL = 16
 
 
-# Any of these makes the store refuse puts (RunningFlags.isWriteable).
-_NOT_WRITEABLE_BITS = (
+# Any of these makes the store refuse puts (RunningFlags.isWriteable). Plain ints:
+# the put path reads them on every put, and IntFlag arithmetic is a Python call.
+_NOT_WRITEABLE_BITS = int(
     RunningFlag.NOT_WRITEABLE
     | RunningFlag.WRITE_LOGICS_QUEUE_ERROR
     | RunningFlag.DISK_FULL
     | RunningFlag.WRITE_INDEX_FILE_ERROR
 )
+_NOT_READABLE = int(RunningFlag.NOT_READABLE)
 
 
 class RunningFlags:
     """The store's health bits; all methods are plain and cheap (the put path reads them).
 
     Attributes:
-        bits: the current ``RunningFlag`` set.
+        bits: the current ``RunningFlag`` bits, as a plain int.
     """
 
     __slots__ = ("bits",)
 
     def __init__(self) -> None:
-        self.bits = RunningFlag(0)
+        self.bits = 0
 
     @property
     def readable(self) -> bool:
         """Gets are served."""
-        return not self.bits & RunningFlag.NOT_READABLE
+        return not self.bits & _NOT_READABLE
 
     @property
     def writeable(self) -> bool:
@@ -65,13 +67,13 @@ class RunningFlags:
     def set(self, flag: RunningFlag) -> bool:
         """Set ``flag``; return whether it was already set."""
         before = bool(self.bits & flag)
-        self.bits |= flag
+        self.bits |= int(flag)
         return before
 
     def clear(self, flag: RunningFlag) -> bool:
         """Clear ``flag``; return whether it was set."""
         before = bool(self.bits & flag)
-        self.bits &= ~flag
+        self.bits &= ~int(flag)
         return before
 
     def get_and_make_disk_full(self) -> bool:
@@ -91,4 +93,4 @@ class RunningFlags:
         self.set(RunningFlag.WRITE_INDEX_FILE_ERROR)
 
     def __repr__(self) -> str:
-        return f"RunningFlags({self.bits!r})"
+        return f"RunningFlags({RunningFlag(self.bits)!r})"

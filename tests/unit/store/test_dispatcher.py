@@ -7,13 +7,15 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from aiorocketmq.common.clock import ManualClock
 from aiorocketmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC
 from aiorocketmq.common.message_codec import decode_record
 from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.store.config import BrokerRole
 from aiorocketmq.store.message_store import MessageStore
-from aiorocketmq.store.results import GetMessageStatus
+from aiorocketmq.store.results import GetMessageStatus, PutMessageStatus
 from tests.support.wait import wait_until
 from tests.unit.store.helpers import make_record
 from tests.unit.store.store_support import (
@@ -175,3 +177,24 @@ async def test_index_rotation_and_checkpoint(tmp_path: Path) -> None:
             assert result.status is GetMessageStatus.FOUND and result.message_count == 20
     finally:
         await store.shutdown()
+
+
+async def test_a_dead_dispatcher_stops_puts_and_releases_waiters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = store_config(tmp_path)
+    store = await open_store(config)
+
+    def broken() -> str:
+        raise RuntimeError("a dispatch bug")
+
+    monkeypatch.setattr(store.dispatcher, "_reput_step", broken)
+    try:
+        await put_ok(store, inner())
+        assert not await store.dispatcher.wait_dispatched(store.max_phy_offset)
+        assert store.dispatcher.failures and not store.flags.writeable
+        refused = await store.put_message(inner())
+        assert refused.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    finally:
+        await store.shutdown()
+    assert config.abort_path.exists()  # the next start recovers as after a crash

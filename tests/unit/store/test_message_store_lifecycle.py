@@ -15,6 +15,7 @@ from aiorocketmq.store.config import FlushDiskType, MessageStoreConfig
 from aiorocketmq.store.errors import StoreLoadError, StoreLockedError
 from aiorocketmq.store.message_store import MessageStore
 from aiorocketmq.store.results import GetMessageStatus, PutMessageStatus
+from aiorocketmq.store.running_flags import RunningFlag, RunningFlags
 from tests.unit.store.store_support import (
     TOPIC,
     dispatched,
@@ -174,3 +175,30 @@ async def test_sync_flush_64_concurrent_puts_are_group_committed_and_durable(
         assert sum(len(v) for v in before.values()) == 256
     finally:
         await again.shutdown()
+
+
+async def test_the_cleanup_disk_guard_refuses_puts_while_full(tmp_path: Path) -> None:
+    store = await open_store(store_config(tmp_path))
+    cleanup = store.cleanup_service
+    try:
+        cleanup._disk_usage = lambda path: 0.95  # above diskSpaceWarningLevelRatio
+        await cleanup.check_disk()
+        assert store.flags.disk_full and not store.flags.writeable
+        assert (await store.put_message(inner())).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+        cleanup._disk_usage = lambda path: 0.10
+        await cleanup.check_disk()
+        await put_ok(store, inner())
+    finally:
+        await store.shutdown()
+
+
+def test_running_flags() -> None:
+    flags = RunningFlags()
+    assert flags.readable and flags.writeable
+    assert flags.get_and_make_disk_full() and not flags.get_and_make_disk_full()
+    assert not flags.writeable and flags.readable
+    assert flags.get_and_make_disk_ok() and flags.writeable
+    flags.make_index_file_error()
+    assert not flags.writeable and "WRITE_INDEX_FILE_ERROR" in repr(flags)
+    assert flags.clear(RunningFlag.WRITE_INDEX_FILE_ERROR) and flags.writeable
+    assert not flags.set(RunningFlag.NOT_READABLE) and not flags.readable
