@@ -175,8 +175,8 @@ class ReputMessageService(Service):
         """
         if self.reput_from >= offset:
             return True
-        if self.stopping.is_set():
-            return False
+        if self.stopping.is_set() or self.failures:
+            return False  # stopped, or its loop died: it will never get there
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiter_seq += 1
         heapq.heappush(self._waiters, (offset, self._waiter_seq, future))

@@ -4,6 +4,7 @@ tag filtering, transfer limits, suggestPullingFromSlave, lookups and queries.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.store.config import BrokerRole
 from aiorocketmq.store.message_store import MessageStore
 from aiorocketmq.store.results import GetMessageResult, GetMessageStatus
+from aiorocketmq.store.store_lifecycle import total_physical_memory
 from tests.unit.store.store_support import (
     TOPIC,
     bodies,
@@ -286,3 +288,36 @@ async def test_clean_expired_consume_queue_keeps_schedule_topic(store: MessageSt
     assert store.cq_table.get(TOPIC, 1) is None and store.cq_table.get(TOPIC, 0) is not None
     assert store.commit_log.queue_offset(TOPIC, 1) == 0
     assert not (store.config.consume_queue_dir / TOPIC / "1").exists()
+
+
+async def test_a_pull_scans_at_most_800_units(tmp_path: Path) -> None:
+    """max(16000 bytes of units, maxMsgNums units): 900 misses end one pull at 800."""
+    config = store_config(tmp_path, mapped_file_size_consume_queue=20 * 2000)
+    store = await open_store(config)
+    try:
+        for i in range(901):
+            await put_ok(store, inner(b"x", TAGS="hit" if i == 900 else "miss"))
+        await dispatched(store)
+        wanted = {tags_code("hit")}
+        with get(store, 0, 0, tag_codes=wanted) as first:
+            assert (first.status, first.next_begin_offset) == (G.NO_MATCHED_MESSAGE, 800)
+        with get(store, 0, 800, tag_codes=wanted) as second:
+            assert second.status is G.FOUND and second.message_queue_offsets == [900]
+            assert second.next_begin_offset == 901
+        with get(store, 0, 0, max_msgs=1000, tag_codes=wanted) as wide:
+            assert wide.message_queue_offsets == [900]  # 1000 units may be scanned
+        info = store.runtime_info()
+        assert info["get_message_times_total_found"] == 2
+        assert info["commitLogMaxOffset"] == store.max_phy_offset
+    finally:
+        await store.shutdown()
+
+
+def test_total_physical_memory_falls_back_to_24_gib(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert total_physical_memory() > 0
+
+    def unknown(name: str) -> int:
+        raise ValueError(name)
+
+    monkeypatch.setattr(os, "sysconf", unknown)
+    assert total_physical_memory() == 24 * 1024**3

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from aiorocketmq.common.clock import ManualClock
 from aiorocketmq.store.checkpoint import StoreCheckpoint
 from aiorocketmq.store.config import FlushDiskType, MessageStoreConfig
 from aiorocketmq.store.errors import StoreLoadError, StoreLockedError
@@ -202,3 +203,26 @@ def test_running_flags() -> None:
     assert not flags.writeable and "WRITE_INDEX_FILE_ERROR" in repr(flags)
     assert flags.clear(RunningFlag.WRITE_INDEX_FILE_ERROR) and flags.writeable
     assert not flags.set(RunningFlag.NOT_READABLE) and not flags.readable
+
+
+async def test_consume_queue_flush_writes_the_checkpoint_on_its_thorough_interval(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock()
+    config = store_config(tmp_path, flush_consume_queue_thorough_interval=60_000)
+    store = await open_store(config, clock=clock)
+    try:
+        result = await put_ok(store, inner())
+        await dispatched(store)
+        service = store.cq_flush_service
+        await service.do_flush()
+        assert service.full_flushes == 0  # interval flush only: no checkpoint
+        clock.advance(60_000)
+        await service.do_flush()
+        assert service.full_flushes == 1
+        on_disk = StoreCheckpoint.load_blocking(config.checkpoint_path)
+        assert on_disk.logics_msg_timestamp == result.store_timestamp
+        queue = store.cq_table.get(TOPIC, 0)
+        assert queue is not None and queue.queue.flushed_where == 20
+    finally:
+        await store.shutdown()
