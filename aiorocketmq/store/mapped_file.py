@@ -88,6 +88,10 @@ def _load_libc() -> Any:
 _LIBC: Final = _load_libc()  # read-only after import; ctypes calls release the GIL
 
 
+#: Suffix of a file being created; see ``MappedFile.create_blocking``.
+CREATING_SUFFIX = ".creating"
+
+
 def offset_to_file_name(offset: int) -> str:
     """Return the file name for a start offset (``UtilAll.offset2FileName``)."""
     return f"{offset:0{FILE_NAME_DIGITS}d}"
@@ -230,9 +234,16 @@ class MappedFile:
             StoreIOError: creating, sizing or mapping it failed (a partial file is
                 removed again).
         """
+        # Built under a temporary name and linked into place only once it has its full
+        # length: a process killed mid-creation leaves a ".creating" leftover (deleted
+        # at load), never a short file that would stop the store from starting.
+        temp = path.with_name(path.name + CREATING_SUFFIX)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            if path.exists():
+                raise FileExistsError(path)
+            temp.unlink(missing_ok=True)
+            fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError as exc:
             raise StoreError(f"cannot create {path}: it already exists") from exc
         except OSError as exc:
@@ -243,10 +254,12 @@ class MappedFile:
                 os.posix_fallocate(fd, 0, file_size)
             mm = mmap.mmap(fd, file_size)
             mtime_ms = os.fstat(fd).st_mtime_ns // 1_000_000
+            os.link(temp, path)  # fails if the name appeared meanwhile: no clobbering
+            temp.unlink()
         except OSError as exc:
             os.close(fd)
-            path.unlink(missing_ok=True)
-            raise StoreIOError(f"cannot size or map {path}: {exc}") from exc
+            temp.unlink(missing_ok=True)
+            raise StoreIOError(f"cannot size, map or link {path}: {exc}") from exc
         os.close(fd)  # the mapping keeps its own descriptor
         _fsync_dir_blocking(path.parent)
         return cls(path, file_size, mm, mtime_ms)

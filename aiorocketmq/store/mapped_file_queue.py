@@ -37,6 +37,7 @@ from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.store.allocator import MappedFileAllocator
 from aiorocketmq.store.errors import StoreError, StoreLoadError
 from aiorocketmq.store.mapped_file import (
+    CREATING_SUFFIX,
     MappedFile,
     delete_files_blocking,
     offset_to_file_name,
@@ -112,6 +113,11 @@ class MappedFileQueue:
         try:
             for name in names:
                 path = self.directory / name
+                if name.endswith(CREATING_SUFFIX):
+                    # A creation a crash interrupted: never part of the queue.
+                    log.warning("removing interrupted file creation %s", path)
+                    path.unlink(missing_ok=True)
+                    continue
                 if not path.is_file():
                     raise StoreLoadError(f"{path} is not a regular file")
                 mapped = MappedFile.open_blocking(path, self.file_size)

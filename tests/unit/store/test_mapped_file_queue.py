@@ -44,6 +44,28 @@ def test_load_sorts_and_sets_positions_to_full(tmp_path: Path) -> None:
     queue.shutdown()
 
 
+def test_interrupted_creation_leaves_no_short_file(tmp_path: Path) -> None:
+    # Story: the store crash test SIGKILLed a broker while the allocator was creating
+    # the next CommitLog file; the 0-byte file it left made every later start fail
+    # ("is 0 bytes, the configured file size is ..."). Files are now built under a
+    # ".creating" name and linked into place at full length; leftovers go at load.
+    directory = tmp_path / "q"
+    queue = queue_with_files(directory, 2)
+    queue.shutdown()
+    leftover = directory / (offset_to_file_name(2 * SIZE) + ".creating")
+    leftover.write_bytes(b"")
+    reloaded = MappedFileQueue(directory, SIZE)
+    reloaded.load_blocking()
+    assert [f.file_from_offset for f in reloaded.files] == [0, SIZE]
+    assert not leftover.exists()
+    created = reloaded.create_last_file_blocking(2 * SIZE)
+    assert created.path.stat().st_size == SIZE and not leftover.exists()
+    assert sorted(p.name for p in directory.iterdir()) == [
+        offset_to_file_name(n * SIZE) for n in range(3)
+    ]
+    reloaded.shutdown()
+
+
 def test_missing_directory_is_an_empty_queue(tmp_path: Path) -> None:
     queue = MappedFileQueue(tmp_path / "absent", SIZE)
     queue.load_blocking()
