@@ -16,7 +16,7 @@ Owns: ``DefaultMessageStore.asyncPutMessage(s)`` plus ``CommitLog.asyncPutMessag
    queue ``level - 1`` (level clamped to the highest), with ``REAL_TOPIC`` and
    ``REAL_QID`` added and the properties re-serialised from the map;
 4. encode outside the append (``common.message_codec``), then append with no await
-   in between (``CommitLog.append`` is the critical section); NEEDS_FILE -> await
+   in between (``CommitLog.append`` is the critical section); NEED_FILE -> await
    the allocator and append again;
 5. wake the dispatcher, then await what the mode promises: SYNC_FLUSH group commit
    unless ``WAIT=false`` (FLUSH_DISK_TIMEOUT when it times out); a SYNC_MASTER's
