@@ -35,7 +35,7 @@ FlushFn = Callable[[int], Awaitable[int]]
 class _Waiter:
     next_offset: int
     future: asyncio.Future[bool]
-    timer: asyncio.TimerHandle | None = None
+    deadline: float
 
 
 class GroupCommitService(Service):
@@ -54,6 +54,9 @@ class GroupCommitService(Service):
         # flush resolves a prefix of the deque.
         self._waiters: deque[_Waiter] = deque()
         self._wake = asyncio.Event()
+        # One timer for the oldest waiter's deadline, not one per put: waiters queue in
+        # time order with one timeout, so the head always expires first.
+        self._timer: asyncio.TimerHandle | None = None
         self.flushed_offset = 0
         self.flush_rounds = 0
 
@@ -68,11 +71,31 @@ class GroupCommitService(Service):
         if next_offset <= self.flushed_offset:
             future.set_result(True)
             return future
-        waiter = _Waiter(next_offset, future)
-        waiter.timer = loop.call_later(self._timeout_s, _expire, waiter)
-        self._waiters.append(waiter)
+        self._waiters.append(_Waiter(next_offset, future, loop.time() + self._timeout_s))
+        if self._timer is None:
+            self._arm_timer()
         self._wake.set()
         return future
+
+    def _arm_timer(self) -> None:
+        while self._waiters and self._waiters[0].future.done():
+            self._waiters.popleft()
+        if self._waiters:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_at(self._waiters[0].deadline, self._expire_due)
+        else:
+            self._timer = None
+
+    def _expire_due(self) -> None:
+        # RocketMQ's FlushDiskWatcher: a put still unflushed at its deadline reports
+        # FLUSH_DISK_TIMEOUT; its waiter stays queued (done) until a round pops it.
+        now = asyncio.get_running_loop().time()
+        for waiter in self._waiters:
+            if waiter.deadline > now:
+                break
+            if not waiter.future.done():
+                waiter.future.set_result(False)
+        self._arm_timer()
 
     @property
     def pending(self) -> int:
@@ -89,6 +112,9 @@ class GroupCommitService(Service):
         while self._waiters:
             waiter = self._waiters.popleft()
             _resolve(waiter, False)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     async def _commit_loop(self) -> None:
         while True:
@@ -106,7 +132,6 @@ class GroupCommitService(Service):
     async def _flush_round(self) -> None:
         # Flush up to the newest waiter queued so far; RocketMQ tries twice, since
         # a request may straddle two files and one flush advances one file.
-        batch = len(self._waiters)
         target = self._waiters[-1].next_offset
         for _ in range(2):
             self.flushed_offset = max(self.flushed_offset, await self._flush(0))
@@ -115,21 +140,15 @@ class GroupCommitService(Service):
         self.flush_rounds += 1
         # Like GroupCommitService.doCommit, every waiter of this round gets its answer
         # now: durable, or FLUSH_DISK_TIMEOUT if two flushes did not get past it.
-        for _ in range(min(batch, len(self._waiters))):
+        # Offsets grow in queue order, so this round's waiters are those up to target.
+        while self._waiters and self._waiters[0].next_offset <= target:
             waiter = self._waiters.popleft()
             _resolve(waiter, waiter.next_offset <= self.flushed_offset)
 
 
 def _resolve(waiter: _Waiter, ok: bool) -> None:
-    if waiter.timer is not None:
-        waiter.timer.cancel()
     if not waiter.future.done():
         waiter.future.set_result(ok)
-
-
-def _expire(waiter: _Waiter) -> None:
-    if not waiter.future.done():
-        waiter.future.set_result(False)
 
 
 class FlushRealTimeService(Service):

@@ -29,12 +29,11 @@ Lifetime (``ReferenceResource``). A file starts with one reference, its owner's.
 successful ``hold()`` is paired with ``release()`` (``SelectedBuffer.release`` does
 it). ``shutdown()`` marks the file unavailable and drops the owner's reference; the
 mapping is closed when the last reference goes, so a file is never unmapped under a
-reader that holds it. CPython adds a second guard: an mmap cannot be closed while
-any memoryview or numpy array still points into it, so a view kept past its
-``release()`` keeps the mapping alive until the view dies, never a dangling
-pointer. Deleting the path (``delete_blocking``) is independent of unmapping: on
-POSIX a mapped file may be unlinked and stays readable until unmapped. (RocketMQ
-force-unmaps a still-referenced file after 120 s; Python cannot do that safely.)
+reader that holds it. CPython adds a second guard: an mmap cannot be closed while a
+memoryview or numpy array points into it, so a view kept past ``release()`` keeps
+the mapping alive, never dangling. Deleting the path (``delete_blocking``) is apart
+from unmapping: an unlinked mapped file stays readable until unmapped (RocketMQ
+force-unmaps a still-referenced file after 120 s; Python cannot do that safely).
 """
 
 from __future__ import annotations
@@ -54,6 +53,7 @@ import numpy as np
 from aiorocketmq.store.errors import StoreError, StoreIOError, StoreLoadError
 
 __all__ = [
+    "CREATING_SUFFIX",
     "FILE_NAME_DIGITS",
     "OS_PAGE_SIZE",
     "MappedFile",
@@ -67,12 +67,13 @@ log = logging.getLogger(__name__)
 
 OS_PAGE_SIZE: Final = 4096
 """RocketMQ's page size for the flush rule (``MappedFile.OS_PAGE_SIZE``)."""
-
 FILE_NAME_DIGITS: Final = 20
 """CommitLog and ConsumeQueue file names: the start offset, zero-padded to 20 digits."""
 
 _MADV_POPULATE_WRITE: Final = 23  # Linux >= 5.14; not exported by Python's mmap module
 _WARM_CHUNK_BYTES: Final = 4 * 1024 * 1024
+CREATING_SUFFIX: Final = ".creating"
+"""Suffix of a file being created; see ``MappedFile.create_blocking``."""
 
 
 def _load_libc() -> Any:
@@ -86,10 +87,6 @@ def _load_libc() -> Any:
 
 
 _LIBC: Final = _load_libc()  # read-only after import; ctypes calls release the GIL
-
-
-#: Suffix of a file being created; see ``MappedFile.create_blocking``.
-CREATING_SUFFIX = ".creating"
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -220,8 +217,8 @@ class MappedFile:
     ) -> MappedFile:
         """Create a new zero-filled file of ``file_size`` bytes and map it.
 
-        The file exists at full length at once (sparse unless ``preallocate``). Its
-        directory entry is fsync'ed, so the name survives a power cut.
+        It appears at full length (sparse unless ``preallocate``), under its final
+        name only once sized; the directory is fsync'ed, so the name survives a crash.
 
         Args:
             path: the new file; its parent directories are created.
@@ -231,18 +228,16 @@ class MappedFile:
 
         Raises:
             StoreError: the file already exists.
-            StoreIOError: creating, sizing or mapping it failed (a partial file is
-                removed again).
+            StoreIOError: creating, sizing or mapping it failed (nothing is left).
         """
-        # Built under a temporary name and linked into place only once it has its full
-        # length: a process killed mid-creation leaves a ".creating" leftover (deleted
-        # at load), never a short file that would stop the store from starting.
+        # A kill mid-creation leaves a ".creating" leftover (removed at load), never a
+        # short file under the final name, which would block the next start.
         temp = path.with_name(path.name + CREATING_SUFFIX)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             if path.exists():
                 raise FileExistsError(path)
-            temp.unlink(missing_ok=True)
+            temp.unlink(missing_ok=True)  # an older interrupted attempt
             fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError as exc:
             raise StoreError(f"cannot create {path}: it already exists") from exc

@@ -409,14 +409,18 @@ class MessageStore(Service):
         return queue.max_offset if queue is not None else 0
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        """First valid queue offset; -1 for an unknown queue."""
+        """First valid queue offset; 0 for an unknown queue.
+
+        RocketMQ creates the queue on lookup, so a client asking GET_MIN_OFFSET for a
+        queue nobody wrote gets 0, never -1; we answer the same without creating it.
+        """
         queue = self.cq_table.get(topic, queue_id)
-        return queue.min_offset if queue is not None else -1
+        return queue.min_offset if queue is not None else 0
 
     def get_message_total_in_queue(self, topic: str, queue_id: int) -> int:
-        """max - min; -1 for an unknown queue."""
+        """max - min; 0 for an unknown queue (as RocketMQ's lookup-creates-it answers)."""
         queue = self.cq_table.get(topic, queue_id)
-        return queue.message_total if queue is not None else -1
+        return queue.message_total if queue is not None else 0
 
     def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, queue_offset: int) -> int:
         """Physical offset of a queue offset's unit; 0 when there is none."""

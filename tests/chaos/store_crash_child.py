@@ -81,7 +81,7 @@ def check_commit_log(store: MessageStore) -> str | None:
 def check_consume_queues(store: MessageStore) -> str | None:
     """Every unit points at a record of its own topic, queue and queue offset."""
     for queue_id in range(QUEUES):
-        low = max(0, store.get_min_offset_in_queue(TOPIC, queue_id))
+        low = store.get_min_offset_in_queue(TOPIC, queue_id)
         high = store.get_max_offset_in_queue(TOPIC, queue_id)
         for offset in range(low, high):
             physical = store.get_commit_log_offset_in_queue(TOPIC, queue_id, offset)
