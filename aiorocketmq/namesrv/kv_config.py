@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from pathlib import Path
 
 from aiorocketmq.common import fastjson
 from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.route import KVTable
 from aiorocketmq.runtime import BlockingExecutor
+from aiorocketmq.runtime.files import write_file_atomic_blocking
 
-__all__ = ["NAMESPACE_ORDER_TOPIC_CONFIG", "KVConfigManager", "write_file_atomic_blocking"]
+__all__ = ["NAMESPACE_ORDER_TOPIC_CONFIG", "KVConfigManager"]
 
 log = logging.getLogger(__name__)
 
@@ -149,34 +149,3 @@ def load_table_blocking(path: Path) -> ConfigTable:
     if first_error is not None:
         raise first_error
     return {}
-
-
-def write_file_atomic_blocking(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so that a crash leaves the old or the new file.
-
-    Steps: copy the current file to ``<path>.bak`` (itself via a temporary file and
-    rename), write ``<path>.tmp``, fsync it, rename it over ``path``, fsync the
-    directory. Runs in an executor thread.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        _write_and_rename(path.with_name(path.name + ".bak"), path.read_bytes())
-    _write_and_rename(path, text.encode("utf-8"))
-    _fsync_dir(path.parent)
-
-
-def _write_and_rename(target: Path, data: bytes) -> None:
-    tmp = target.with_name(target.name + ".tmp")
-    with tmp.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

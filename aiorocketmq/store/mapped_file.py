@@ -50,6 +50,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from aiorocketmq.runtime.files import fsync_dir_blocking
 from aiorocketmq.store.errors import StoreError, StoreIOError, StoreLoadError
 
 __all__ = [
@@ -256,7 +257,7 @@ class MappedFile:
             temp.unlink(missing_ok=True)
             raise StoreIOError(f"cannot size, map or link {path}: {exc}") from exc
         os.close(fd)  # the mapping keeps its own descriptor
-        _fsync_dir_blocking(path.parent)
+        fsync_dir_blocking(path.parent)
         return cls(path, file_size, mm, mtime_ms)
 
     @classmethod
@@ -584,17 +585,3 @@ def _populate_write(mm: mmap.mmap, start: int, end: int) -> bool:
     if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
         raise StoreIOError(f"madvise(MADV_POPULATE_WRITE) failed: {os.strerror(err)}")
     return False
-
-
-def _fsync_dir_blocking(directory: Path) -> None:
-    """fsync a directory so a new entry in it survives a power cut."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some file systems refuse fsync on directories; the data path is unaffected
-    finally:
-        os.close(fd)

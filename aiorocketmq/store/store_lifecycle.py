@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from aiorocketmq.runtime.files import fsync_dir_blocking
 from aiorocketmq.store.checkpoint import StoreCheckpoint
 from aiorocketmq.store.commit_log import CommitLog
 from aiorocketmq.store.config import MessageStoreConfig
@@ -125,7 +126,7 @@ def create_abort_file_blocking(path: Path) -> None:
     """Create the empty ``abort`` marker and make its directory entry durable."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     os.close(fd)
-    _fsync_dir(path.parent)
+    fsync_dir_blocking(path.parent)
 
 
 def delete_abort_file_blocking(path: Path) -> bool:
@@ -134,16 +135,8 @@ def delete_abort_file_blocking(path: Path) -> bool:
         path.unlink()
     except FileNotFoundError:
         return False
-    _fsync_dir(path.parent)
+    fsync_dir_blocking(path.parent)
     return True
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # -- load ----------------------------------------------------------------------------

@@ -14,9 +14,9 @@ from aiorocketmq.namesrv.kv_config import (
     NAMESPACE_ORDER_TOPIC_CONFIG,
     KVConfigManager,
     load_table_blocking,
-    write_file_atomic_blocking,
 )
 from aiorocketmq.runtime import BlockingExecutor
+from aiorocketmq.runtime.files import write_file_atomic_blocking
 
 pytestmark = pytest.mark.timeout(30)
 
