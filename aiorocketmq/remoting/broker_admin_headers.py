@@ -1,0 +1,198 @@
+"""Typed headers of the broker's query, transaction and topic-admin requests.
+
+Owns: VIEW_MESSAGE_BY_ID, QUERY_MESSAGE (request and reply), END_TRANSACTION,
+UPDATE_AND_CREATE_TOPIC and DELETE_TOPIC_IN_BROKER headers, each a slotted
+dataclass listing its fields explicitly, parsed with ``remoting/headers.py``'s
+Java rules. The client-facing send/pull/offset headers are in ``broker_headers``.
+
+Must not: know what a broker does with them, or use reflection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aiorocketmq.remoting.headers import (
+    ext_bool,
+    ext_int,
+    ext_long,
+    ext_opt_int,
+    ext_opt_str,
+    ext_str,
+    to_ext_fields,
+)
+
+__all__ = [
+    "CreateTopicRequestHeader",
+    "DeleteTopicRequestHeader",
+    "EndTransactionRequestHeader",
+    "QueryMessageRequestHeader",
+    "QueryMessageResponseHeader",
+    "ViewMessageRequestHeader",
+]
+
+Fields = Mapping[str, str]
+
+
+@dataclass(slots=True, frozen=True)
+class ViewMessageRequestHeader:
+    """VIEW_MESSAGE_BY_ID (33): the commit-log offset decoded from the msgId."""
+
+    offset: int
+
+    @classmethod
+    def from_ext_fields(cls, f: Fields) -> ViewMessageRequestHeader:
+        """Parse; raises ``HeaderFieldError``."""
+        return cls(ext_long(f, "offset"))
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings."""
+        return to_ext_fields(offset=self.offset)
+
+
+@dataclass(slots=True, frozen=True)
+class QueryMessageRequestHeader:
+    """QUERY_MESSAGE (12): by key over a time range."""
+
+    topic: str
+    key: str
+    max_num: int
+    begin_timestamp: int
+    end_timestamp: int
+
+    @classmethod
+    def from_ext_fields(cls, f: Fields) -> QueryMessageRequestHeader:
+        """Parse; raises ``HeaderFieldError``."""
+        return cls(
+            topic=ext_str(f, "topic"),
+            key=ext_str(f, "key"),
+            max_num=ext_int(f, "maxNum"),
+            begin_timestamp=ext_long(f, "beginTimestamp"),
+            end_timestamp=ext_long(f, "endTimestamp"),
+        )
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings."""
+        return to_ext_fields(
+            topic=self.topic,
+            key=self.key,
+            maxNum=self.max_num,
+            beginTimestamp=self.begin_timestamp,
+            endTimestamp=self.end_timestamp,
+        )
+
+
+@dataclass(slots=True, frozen=True)
+class QueryMessageResponseHeader:
+    """QUERY_MESSAGE's reply."""
+
+    index_last_update_timestamp: int
+    index_last_update_phyoffset: int
+
+    @classmethod
+    def from_ext_fields(cls, f: Fields) -> QueryMessageResponseHeader:
+        """Parse; raises ``HeaderFieldError``."""
+        return cls(ext_long(f, "indexLastUpdateTimestamp"), ext_long(f, "indexLastUpdatePhyoffset"))
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings."""
+        return to_ext_fields(
+            indexLastUpdateTimestamp=self.index_last_update_timestamp,
+            indexLastUpdatePhyoffset=self.index_last_update_phyoffset,
+        )
+
+
+@dataclass(slots=True, frozen=True)
+class EndTransactionRequestHeader:
+    """END_TRANSACTION (37)."""
+
+    producer_group: str
+    tran_state_table_offset: int
+    commit_log_offset: int
+    commit_or_rollback: int
+    msg_id: str
+    from_transaction_check: bool = False
+    transaction_id: str | None = None
+
+    @classmethod
+    def from_ext_fields(cls, f: Fields) -> EndTransactionRequestHeader:
+        """Parse; raises ``HeaderFieldError``."""
+        return cls(
+            producer_group=ext_str(f, "producerGroup"),
+            tran_state_table_offset=ext_long(f, "tranStateTableOffset"),
+            commit_log_offset=ext_long(f, "commitLogOffset"),
+            commit_or_rollback=ext_int(f, "commitOrRollback"),
+            msg_id=ext_str(f, "msgId"),
+            from_transaction_check=ext_bool(f, "fromTransactionCheck", False),
+            transaction_id=ext_opt_str(f, "transactionId"),
+        )
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings."""
+        return to_ext_fields(
+            producerGroup=self.producer_group,
+            tranStateTableOffset=self.tran_state_table_offset,
+            commitLogOffset=self.commit_log_offset,
+            commitOrRollback=self.commit_or_rollback,
+            fromTransactionCheck=self.from_transaction_check,
+            msgId=self.msg_id,
+            transactionId=self.transaction_id,
+        )
+
+
+@dataclass(slots=True, frozen=True)
+class CreateTopicRequestHeader:
+    """UPDATE_AND_CREATE_TOPIC (17)."""
+
+    topic: str
+    default_topic: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_filter_type: str
+    topic_sys_flag: int | None = None
+    order: bool = False
+
+    @classmethod
+    def from_ext_fields(cls, f: Fields) -> CreateTopicRequestHeader:
+        """Parse; raises ``HeaderFieldError``."""
+        return cls(
+            topic=ext_str(f, "topic"),
+            default_topic=ext_str(f, "defaultTopic"),
+            read_queue_nums=ext_int(f, "readQueueNums"),
+            write_queue_nums=ext_int(f, "writeQueueNums"),
+            perm=ext_int(f, "perm"),
+            topic_filter_type=ext_str(f, "topicFilterType"),
+            topic_sys_flag=ext_opt_int(f, "topicSysFlag"),
+            order=ext_bool(f, "order", False),
+        )
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings."""
+        return to_ext_fields(
+            topic=self.topic,
+            defaultTopic=self.default_topic,
+            readQueueNums=self.read_queue_nums,
+            writeQueueNums=self.write_queue_nums,
+            perm=self.perm,
+            topicFilterType=self.topic_filter_type,
+            topicSysFlag=self.topic_sys_flag,
+            order=self.order,
+        )
+
+
+@dataclass(slots=True, frozen=True)
+class DeleteTopicRequestHeader:
+    """DELETE_TOPIC_IN_BROKER (215)."""
+
+    topic: str
+
+    @classmethod
+    def from_ext_fields(cls, f: Fields) -> DeleteTopicRequestHeader:
+        """Parse; raises ``HeaderFieldError``."""
+        return cls(ext_str(f, "topic"))
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings."""
+        return to_ext_fields(topic=self.topic)
