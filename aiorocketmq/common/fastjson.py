@@ -30,6 +30,7 @@ __all__ = [
     "as_list",
     "dumps",
     "dumps_bytes",
+    "dumps_pretty",
     "get_bool",
     "get_int",
     "get_opt_str",
@@ -73,6 +74,41 @@ def dumps(value: Any, *, unquoted_int_keys: bool = False, ascii_only: bool = Fal
 def dumps_bytes(value: Any, *, unquoted_int_keys: bool = False, ascii_only: bool = False) -> bytes:
     """``dumps`` encoded as UTF-8: what goes into a remoting body."""
     return dumps(value, unquoted_int_keys=unquoted_int_keys, ascii_only=ascii_only).encode()
+
+
+def dumps_pretty(value: Any) -> str:
+    """fastjson's ``PrettyFormat`` text, as RocketMQ writes its config files.
+
+    ``RemotingSerializable.toJson(obj, true)`` (fastjson 1.2.69): objects open
+    ``{``, put each string-keyed entry on its own line indented by one more tab
+    than the object, and close on a line of their own; entries with integer keys
+    stay on the opening line, bare (``{0:250,1:250``), as fastjson's MapSerializer
+    prints a line break only before string keys. Empty objects are ``{}``. No
+    space after ``:``. Lists and scalars are written compactly.
+    """
+    out: list[str] = []
+    _write_pretty(value, out, 0)
+    return "".join(out)
+
+
+def _write_pretty(value: Any, out: list[str], indent: int) -> None:
+    if not isinstance(value, dict):
+        out.append(dumps(value, unquoted_int_keys=True))
+        return
+    out.append("{")
+    first = True
+    for key, item in value.items():
+        if not first:
+            out.append(",")
+        first = False
+        if isinstance(key, int) and not isinstance(key, bool):
+            out.append(f"{key}:")
+        else:
+            out.append("\n" + "\t" * (indent + 1) + _QUOTE[False](str(key)) + ":")
+        _write_pretty(item, out, indent + 1)
+    if value:
+        out.append("\n" + "\t" * indent)
+    out.append("}")
 
 
 def _has_int_key(value: Any) -> bool:

@@ -1,6 +1,7 @@
 """Durable file primitives shared by every component that persists something.
 
-Owns: fsync of a directory entry, and the atomic replacement of a small file
+Owns: fsync of a directory entry, the load of a config file with its ``.bak``
+fallback (``ConfigManager.load``), and the atomic replacement of a small file
 (RocketMQ's ``ConfigManager.persist`` / ``MixAll.string2File``: keep the old file as
 ``.bak``, write ``.tmp``, fsync, rename, fsync the directory), so that a crash leaves
 either the old or the new content, never a torn one.
@@ -11,10 +12,18 @@ Must not: run on the event loop. Every function here blocks and ends in
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-__all__ = ["fsync_dir_blocking", "write_file_atomic_blocking"]
+from aiorocketmq.common.errors import RocketMQError
+
+__all__ = ["fsync_dir_blocking", "read_with_backup_blocking", "write_file_atomic_blocking"]
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def fsync_dir_blocking(directory: Path) -> None:
@@ -49,3 +58,42 @@ def _write_and_rename(target: Path, data: bytes) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, target)
+
+
+def read_with_backup_blocking(path: Path, parse: Callable[[str], T]) -> T | None:
+    """Load a config file as RocketMQ's ``ConfigManager.load`` does; runs in the executor.
+
+    Reads ``path``; when it is missing or empty, or ``parse`` fails on it, reads
+    ``<path>.bak`` instead.
+
+    Args:
+        path: The file.
+        parse: Turns the text into the value; raises ``ValueError`` or
+            ``RocketMQError`` (``RemoteProtocolError``...) on bad content.
+
+    Returns:
+        The parsed value, or None when neither file exists or has content.
+
+    Raises:
+        The first error met when a file has content but neither parses or reads
+        (Java refuses to start then too).
+    """
+    first_error: Exception | None = None
+    for candidate in (path, path.with_name(path.name + ".bak")):
+        try:
+            text = candidate.read_text("utf-8")
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            first_error = first_error or exc
+            continue
+        if not text:
+            continue
+        try:
+            return parse(text)
+        except (ValueError, RocketMQError) as exc:
+            log.warning("config file unreadable path=%s error=%s", candidate, exc)
+            first_error = first_error or exc
+    if first_error is not None:
+        raise first_error
+    return None

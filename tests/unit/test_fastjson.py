@@ -128,3 +128,11 @@ def test_field_readers_are_as_lenient_as_fastjson() -> None:
 def test_field_readers_name_the_problem(call: object, message: str) -> None:
     with pytest.raises(RemoteProtocolError, match=message):
         call()  # type: ignore[operator]
+
+
+def test_dumps_pretty_is_fastjsons_prettyformat() -> None:
+    text = fastjson.dumps_pretty({"offsetTable": {"T@g": {0: 250, 1: 3}, "x@y": {}}, "n": [1, "a"]})
+    assert text == (
+        '{\n\t"offsetTable":{\n\t\t"T@g":{0:250,1:3\n\t\t},\n\t\t"x@y":{}\n\t},\n\t"n":[1,"a"]\n}'
+    )
+    assert fastjson.loads(text)["offsetTable"]["T@g"] == {"0": 250, "1": 3}

@@ -14,6 +14,7 @@ import signal
 import textwrap
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -530,3 +531,21 @@ def test_run_second_signal_cancels_main(start_process: Callable[..., ManagedProc
     assert proc.stop() == 128 + signal.SIGINT, proc.tail()  # stop() sends SIGTERM, the 2nd
     assert not proc.killed
     assert "SHUTDOWN-RAN" not in proc.output()
+
+
+def test_read_with_backup_blocking_falls_back_as_config_manager(tmp_path: Path) -> None:
+    from aiorocketmq.runtime.files import read_with_backup_blocking
+
+    path = tmp_path / "topics.json"
+    assert read_with_backup_blocking(path, int) is None  # neither file: empty tables
+    path.write_text("")
+    path.with_name("topics.json.bak").write_text("7")
+    assert read_with_backup_blocking(path, int) == 7  # empty main file: the .bak
+    path.write_text("garbage")
+    assert read_with_backup_blocking(path, int) == 7  # unparsable main file: the .bak
+    path.write_text("5")
+    assert read_with_backup_blocking(path, int) == 5
+    path.with_name("topics.json.bak").write_text("also garbage")
+    path.write_text("garbage")
+    with pytest.raises(ValueError):
+        read_with_backup_blocking(path, int)
