@@ -15,6 +15,7 @@ a FIFO queue, so snapshots reach the disk in the order they were taken.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Final, Generic, TypeVar
@@ -60,6 +61,9 @@ class ConfigManager(Generic[T]):
     def __init__(self, path: Path, executor: BlockingExecutor) -> None:
         self.path = path
         self._executor = executor
+        self._dirty = False
+        self._persist_task: asyncio.Task[None] | None = None
+        self.persist_failures = 0
 
     def encode(self, pretty: bool = False) -> str:
         """The table as JSON text (``pretty``: fastjson's PrettyFormat, the file form)."""
@@ -102,3 +106,32 @@ class ConfigManager(Generic[T]):
         """
         text = self.encode(pretty=True)
         await self._executor.run(write_file_atomic_blocking, self.path, text)
+
+    def request_persist(self) -> None:
+        """Persist soon, from a plain ``def`` mutation on the loop (RocketMQ persists
+        on every change). Requests made while a write runs coalesce into one more
+        write of the then-current table. A failed write is logged and counted in
+        ``persist_failures``; the next change or ``flush()`` retries it.
+        """
+        self._dirty = True
+        if self._persist_task is None or self._persist_task.done():
+            self._persist_task = asyncio.get_running_loop().create_task(
+                self._persist_pending(), name=f"persist-{self.path.name}"
+            )
+
+    async def _persist_pending(self) -> None:
+        while self._dirty:
+            self._dirty = False
+            try:
+                await self.persist()
+            except OSError as exc:
+                self.persist_failures += 1
+                log.error("config persist failed path=%s error=%s", self.path, exc)
+                return
+
+    async def flush(self) -> None:
+        """Wait for requested writes, then write the current table (shutdown)."""
+        if self._persist_task is not None:
+            await asyncio.gather(self._persist_task, return_exceptions=True)
+        self._dirty = False
+        await self.persist()
