@@ -26,11 +26,14 @@ from typing import Protocol
 
 from aiorocketmq.common.clock import Clock
 from aiorocketmq.common.protocol_bodies import (
+    Connection,
     ConsumeFromWhere,
+    ConsumerConnection,
     ConsumerData,
     ConsumeType,
     HeartbeatData,
     MessageModel,
+    ProducerConnection,
     SubscriptionData,
 )
 from aiorocketmq.remoting.broker_headers import NotifyConsumerIdsChangedRequestHeader
@@ -92,6 +95,12 @@ class ClientChannelInfo:
     version: int = 0
     #: ``clock.monotonic_ms()`` of the last heartbeat.
     last_update_ms: int = 0
+
+    def to_connection(self) -> Connection:
+        """The admin listing entry of this channel."""
+        return Connection(
+            self.client_id, self.channel.remote_address, self.language.name, self.version
+        )
 
 
 def notify_consumer_ids_changed_request(group: str) -> RemotingCommand:
@@ -299,6 +308,19 @@ class ConsumerManager:
         group = self._groups.get(group_name)
         return [] if group is None else list(group.channels.values())
 
+    def consumer_connection(self, group_name: str) -> ConsumerConnection | None:
+        """GET_CONSUMER_CONNECTION_LIST's body, or None when no client is connected."""
+        group = self._groups.get(group_name)
+        if group is None:
+            return None
+        return ConsumerConnection(
+            [info.to_connection() for info in group.channels.values()],
+            dict(group.subscriptions),
+            group.consume_type,
+            group.message_model,
+            group.consume_from_where,
+        )
+
 
 class ProducerManager:
     """Producer groups' channels (``ProducerManager``)."""
@@ -375,6 +397,10 @@ class ProducerManager:
     def connections(self, group_name: str) -> list[ClientChannelInfo]:
         """GET_PRODUCER_CONNECTION_LIST: the group's channels."""
         return list(self._groups.get(group_name, {}).values())
+
+    def producer_connection(self, group_name: str) -> ProducerConnection:
+        """GET_PRODUCER_CONNECTION_LIST's body (empty when none is connected)."""
+        return ProducerConnection([i.to_connection() for i in self.connections(group_name)])
 
     def available_channel(self, group_name: str) -> Channel | None:
         """A channel of the group (for transaction checks), or None."""

@@ -5,7 +5,8 @@ read from both stock shapes (C++: enum ordinals, ``subVersion`` as text, a wrong
 ``codeSet``, absent sets, a trailing ``\\n``; ali-ons and Java: enum names, numbers),
 ``build_subscription_data`` (``FilterAPI.buildSubscriptionData``), ``ConsumerListBody``
 and the ``LockBatchRequestBody`` / ``LockBatchResponseBody`` / ``UnlockBatchRequestBody``
-bodies (C++ spells the id ``clientId`` there, ``clientID`` in heartbeats), plus the
+bodies (C++ spells the id ``clientId`` there, ``clientID`` in heartbeats), the admin
+``ProducerConnection`` / ``ConsumerConnection`` bodies, plus the
 ``ConsumeType`` / ``MessageModel`` / ``ConsumeFromWhere`` enums. Writers emit the
 fastjson shape a Java broker sends (enum names, sorted keys).
 
@@ -29,14 +30,17 @@ from aiorocketmq.common.tag_hash import java_string_hash
 __all__ = [
     "EXPRESSION_TYPE_TAG",
     "SUB_ALL",
+    "Connection",
     "ConsumeFromWhere",
     "ConsumeType",
+    "ConsumerConnection",
     "ConsumerData",
     "ConsumerListBody",
     "HeartbeatData",
     "LockBatchRequestBody",
     "LockBatchResponseBody",
     "MessageModel",
+    "ProducerConnection",
     "ProducerData",
     "SubscriptionData",
     "UnlockBatchRequestBody",
@@ -361,3 +365,95 @@ class LockBatchResponseBody:
     def encode(self) -> bytes:
         """The body bytes."""
         return fj.dumps_bytes({"lockOKMQSet": _mq_json(self.lock_ok_mq_set)})
+
+
+@dataclass(slots=True, frozen=True)
+class Connection:
+    """One client connection in admin listings (``Connection``)."""
+
+    client_id: str
+    client_addr: str
+    #: ``LanguageCode`` name, e.g. ``"CPP"``.
+    language: str
+    version: int
+
+    @classmethod
+    def from_json_dict(cls, data: object) -> Connection:
+        """Read fastjson's shape."""
+        d = fj.as_dict(data, "Connection")
+        return cls(
+            fj.get_str(d, "clientId"),
+            fj.get_str(d, "clientAddr"),
+            fj.get_str(d, "language", "JAVA"),
+            fj.get_int(d, "version", 0),
+        )
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """fastjson's shape (sorted keys)."""
+        return {
+            "clientAddr": self.client_addr,
+            "clientId": self.client_id,
+            "language": self.language,
+            "version": self.version,
+        }
+
+
+@dataclass(slots=True)
+class ProducerConnection:
+    """GET_PRODUCER_CONNECTION_LIST's reply body."""
+
+    connections: list[Connection] = field(default_factory=list)
+
+    @classmethod
+    def decode(cls, body: bytes | bytearray | memoryview) -> ProducerConnection:
+        """Parse a body. Raises ``RemoteProtocolError``."""
+        d = fj.loads_object(body, "ProducerConnection")
+        items = fj.as_list(d.get("connectionSet"), "connectionSet")
+        return cls([Connection.from_json_dict(c) for c in items])
+
+    def encode(self) -> bytes:
+        """The body bytes."""
+        return fj.dumps_bytes({"connectionSet": [c.to_json_dict() for c in self.connections]})
+
+
+@dataclass(slots=True)
+class ConsumerConnection:
+    """GET_CONSUMER_CONNECTION_LIST's reply body."""
+
+    connections: list[Connection] = field(default_factory=list)
+    subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
+    consume_type: ConsumeType = ConsumeType.CONSUME_PASSIVELY
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+
+    @classmethod
+    def decode(cls, body: bytes | bytearray | memoryview) -> ConsumerConnection:
+        """Parse a body. Raises ``RemoteProtocolError``."""
+        d = fj.loads_object(body, "ConsumerConnection")
+        table = fj.as_dict(d.get("subscriptionTable") or {}, "subscriptionTable")
+        return cls(
+            [
+                Connection.from_json_dict(c)
+                for c in fj.as_list(d.get("connectionSet"), "connectionSet")
+            ],
+            {topic: SubscriptionData.from_json_dict(s) for topic, s in table.items()},
+            _enum(ConsumeType, d.get("consumeType"), ConsumeType.CONSUME_PASSIVELY),
+            _enum(MessageModel, d.get("messageModel"), MessageModel.CLUSTERING),
+            _enum(
+                ConsumeFromWhere,
+                d.get("consumeFromWhere"),
+                ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+            ),
+        )
+
+    def encode(self) -> bytes:
+        """The body bytes: fastjson's shape, enum names."""
+        return fj.dumps_bytes(
+            {
+                "connectionSet": [c.to_json_dict() for c in self.connections],
+                "consumeFromWhere": self.consume_from_where.name,
+                "consumeType": self.consume_type.name,
+                "messageModel": self.message_model.name,
+                "subscriptionTable": {t: s.to_json_dict() for t, s in self.subscriptions.items()},
+            }
+        )

@@ -15,10 +15,12 @@ from aiorocketmq.broker.client_registry import (
 )
 from aiorocketmq.common.clock import ManualClock
 from aiorocketmq.common.protocol_bodies import (
+    ConsumerConnection,
     ConsumerData,
     ConsumeType,
     HeartbeatData,
     MessageModel,
+    ProducerConnection,
     ProducerData,
     build_subscription_data,
 )
@@ -193,3 +195,21 @@ def test_notify_request_encoding() -> None:
     assert decoded.code == 40 and decoded.flag == 2
     assert decoded.ext_fields == {"consumerGroup": "CID_capture"}
     assert decoded.language is LanguageCode.JAVA
+
+
+def test_admin_connection_bodies(consumers: ConsumerManager, clock: ManualClock) -> None:
+    producers = ProducerManager(clock)
+    a = FakeChannel("127.0.0.1:5000")
+    consumers.register(_info(a, "c1"), _consumer("G", "T"))
+    producers.register("P", _info(a, "c1"))
+    body = consumers.consumer_connection("G")
+    assert body is not None and consumers.consumer_connection("nope") is None
+    again = ConsumerConnection.decode(body.encode())
+    assert again == body
+    assert [(c.client_id, c.client_addr, c.language, c.version) for c in again.connections] == [
+        ("c1", "127.0.0.1:5000", "CPP", 63)
+    ]
+    assert list(again.subscriptions) == ["T"]
+    prod = ProducerConnection.decode(producers.producer_connection("P").encode())
+    assert [c.client_id for c in prod.connections] == ["c1"]
+    assert producers.producer_connection("nope").connections == []
