@@ -72,6 +72,7 @@ async def test_auto_create_refused(tmp_path: Path, executor: BlockingExecutor) -
     off.update_topic_config(TopicConfig("TBW102", 8, 8, 7))  # e.g. from an old topics.json
     assert off.create_topic_in_send_message_method("T", "TBW102", "h", 4, 0) is None
     assert off.select_topic_config("TBW102") == TopicConfig("TBW102", 8, 8, 6)
+    await off.flush()
 
 
 async def test_send_back_update_delete_and_order(
@@ -92,6 +93,7 @@ async def test_send_back_update_delete_and_order(
     assert mgr.data_version.counter == counter + 1
     wrapper = mgr.build_serialize_wrapper()
     assert "T" not in wrapper.topic_config_table and wrapper.data_version == mgr.data_version
+    await mgr.flush()
 
 
 async def test_topics_json_round_trip_over_system_topics(
