@@ -165,8 +165,12 @@ class PullRequestHoldService(Service):
         store_timestamp: int,
         properties: dict[str, str],
     ) -> None:
-        """The store's arrival listener (``NotifyMessageArrivingListener``)."""
-        self.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+        """The store's arrival listener (``NotifyMessageArrivingListener``); never raises."""
+        try:
+            self.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+        except Exception:
+            # The dispatcher calls this inline: an error here must not stop dispatch.
+            log.exception("waking held pulls of %s@%s failed", topic, queue_id)
 
     def notify_message_arriving(
         self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None
@@ -182,7 +186,7 @@ class PullRequestHoldService(Service):
         for held in held_list:
             newest = max_offset
             if newest <= held.pull_from_offset:
-                newest = self._max_offset(topic, queue_id)
+                newest = self._current_max(topic, queue_id, max_offset)
             ready = newest > held.pull_from_offset and held.matches(tags_code)
             if ready or now >= held.suspend_ms + held.timeout_ms or held.future.done():
                 self._count -= 1
@@ -193,6 +197,13 @@ class PullRequestHoldService(Service):
         if keep:
             self._table.setdefault(key, []).extend(keep)
         return woken
+
+    def _current_max(self, topic: str, queue_id: int, fallback: int) -> int:
+        try:
+            return self._max_offset(topic, queue_id)
+        except Exception:
+            log.exception("max offset of %s@%s failed; held pulls stay held", topic, queue_id)
+            return fallback
 
     def check_hold_requests(self) -> int:
         """The sweep: every queue with held pulls, at its current max offset."""

@@ -192,3 +192,28 @@ async def test_service_sweeps_periodically_and_answers_nothing_at_shutdown() -> 
     finally:
         await h.service.shutdown()
     assert pending.future.done() and pending.future.result() is None
+
+
+async def test_arrival_listener_never_raises(caplog: pytest.LogCaptureFixture) -> None:
+    def broken_max(topic: str, queue_id: int) -> int:
+        raise OSError("queue file gone")
+
+    async def never(held: HeldPull) -> RemotingCommand | None:
+        raise AssertionError("not re-run")
+
+    service = PullRequestHoldService(clock=ManualClock(), max_offset=broken_max, rerun=never)
+    held = service.suspend(
+        RemotingCommand(code=11),
+        "c",
+        topic="T",
+        queue_id=0,
+        pull_from_offset=5,
+        timeout_ms=15_000,
+        tag_codes=None,
+    )
+    service.on_arrival("T", 0, 1, 0, 0, {})  # 1 <= 5: re-reads the max offset, which fails
+    assert "max offset of T@0 failed" in caplog.text
+    assert not held.future.done() and service.held_count == 1
+    assert service.check_hold_requests() == 0  # the sweep logs and goes on too
+    assert service.held_count == 1
+    assert service.drop_all() == 1 and held.future.result() is None
