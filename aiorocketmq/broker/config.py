@@ -18,6 +18,7 @@ exception is the ``brokerName`` default: the host name, as Java's
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from pydantic.config import JsonDict
 from aiorocketmq.common.constants import PERM_READ, PERM_WRITE, RMQ_SYS_TRACE_TOPIC
 from aiorocketmq.common.errors import RocketMQError
 from aiorocketmq.common.properties_file import format_properties
-from aiorocketmq.remoting.config import RemotingServerConfig
+from aiorocketmq.remoting.config import RemotingClientConfig, RemotingServerConfig
 from aiorocketmq.store.config import BrokerRole, MessageStoreConfig
 
 __all__ = [
@@ -49,6 +50,20 @@ BROKER_LISTEN_PORT: Final = 10911
 DEFAULT_BROKER_NAME: Final = "DEFAULT_BROKER"
 REGISTER_PERIOD_MIN_MS: Final = 10_000
 REGISTER_PERIOD_MAX_MS: Final = 60_000
+
+NETTY_IGNORED_KEYS: Final = frozenset(
+    {
+        # NettyServerConfig / NettyClientConfig keys with no meaning on asyncio.
+        "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",
+        "serverSocketSndBufSize", "serverSocketRcvBufSize", "serverSocketBacklog",
+        "serverPooledByteBufAllocatorEnable", "useEpollNativeSelector",
+        "writeBufferHighWaterMark", "writeBufferLowWaterMark",
+        "clientWorkerThreads", "clientCallbackExecutorThreads", "channelNotActiveInterval",
+        "clientSocketSndBufSize", "clientSocketRcvBufSize", "clientPooledByteBufAllocatorEnable",
+        "clientCloseSocketIfTimeout", "useTLS",
+    }
+)  # fmt: skip
+"""RocketMQ keys a broker.conf may carry that we accept and ignore (reported apart)."""
 
 
 class ConfigError(RocketMQError):
@@ -224,18 +239,22 @@ class BrokerSettings:
         broker: BrokerConfig.
         store: MessageStoreConfig (haListenPort already fixed up).
         remoting: RemotingServerConfig (listening on listenPort).
+        client: RemotingClientConfig (calls to name servers; NettyClientConfig).
         unknown_keys: Keys no model knows (the CLI warns, naming each).
+        ignored_keys: Netty keys accepted without effect (``NETTY_IGNORED_KEYS``).
     """
 
     broker: BrokerConfig
     store: MessageStoreConfig
     remoting: RemotingServerConfig
+    client: RemotingClientConfig = field(default_factory=RemotingClientConfig)
     unknown_keys: list[str] = field(default_factory=list)
+    ignored_keys: list[str] = field(default_factory=list)
 
     def items(self, important_only: bool = False) -> Iterator[tuple[str, object]]:
         """``(javaName, value)`` of every setting, broker first, each key once."""
         seen: set[str] = set()
-        for model in (self.broker, self.remoting, self.store):
+        for model in (self.broker, self.remoting, self.client, self.store):
             for name, info in type(model).model_fields.items():
                 key = info.alias or name
                 if key in seen or (important_only and not is_important(info)):
@@ -278,7 +297,8 @@ def load_broker_settings(
             like), by field name.
 
     Returns:
-        The settings; ``unknown_keys`` lists keys no model knows.
+        The settings; ``unknown_keys`` lists keys no model knows,
+        ``ignored_keys`` the Netty keys accepted without effect.
 
     Raises:
         ConfigError: A value does not fit its setting (the message names the
@@ -287,7 +307,8 @@ def load_broker_settings(
     broker_keys = _known_keys(BrokerConfig)
     store_keys = MessageStoreConfig.known_keys()
     remoting_keys = _known_keys(RemotingServerConfig)
-    known = broker_keys | store_keys | remoting_keys
+    client_keys = _known_keys(RemotingClientConfig)
+    known = broker_keys | store_keys | remoting_keys | client_keys | NETTY_IGNORED_KEYS
     unknown = sorted(k for k in properties if k not in known)
     broker_values = {k: v for k, v in properties.items() if k in broker_keys}
     for name, value in (overrides or {}).items():
@@ -299,7 +320,12 @@ def load_broker_settings(
     remoting = _validate(RemotingServerConfig, remoting_values)
     store = _validate(MessageStoreConfig, {k: v for k, v in properties.items() if k in store_keys})
     broker = _validate(BrokerConfig, broker_values)
-    return _fix_up(broker, store, remoting, properties, unknown)
+    client = _validate(
+        RemotingClientConfig, {k: v for k, v in properties.items() if k in client_keys}
+    )
+    settings = _fix_up(broker, store, remoting, properties)
+    ignored = sorted(k for k in properties if k in NETTY_IGNORED_KEYS)
+    return dataclasses.replace(settings, client=client, unknown_keys=unknown, ignored_keys=ignored)
 
 
 def _fix_up(
@@ -307,7 +333,6 @@ def _fix_up(
     store: MessageStoreConfig,
     remoting: RemotingServerConfig,
     properties: Mapping[str, str],
-    unknown: list[str],
 ) -> BrokerSettings:
     if store.enable_d_leger_commit_log:
         raise ConfigError("enableDLegerCommitLog=true: DLedger is not supported")
@@ -320,4 +345,4 @@ def _fix_up(
     if "haListenPort" not in properties and "ha_listen_port" not in properties:
         # Java forces listenPort + 1 even when the file sets it; we honour an explicit value.
         store = store.model_copy(update={"ha_listen_port": remoting.listen_port + 1})
-    return BrokerSettings(broker, store, remoting, unknown)
+    return BrokerSettings(broker, store, remoting)

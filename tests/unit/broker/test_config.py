@@ -117,3 +117,12 @@ def test_render_every_and_important() -> None:
     assert every["defaultTopicQueueNums"] == "8" and every["haListenPort"] == "10912"
     assert set(important) < set(every)
     assert "brokerClusterName" in important and "defaultTopicQueueNums" not in important
+
+
+def test_netty_keys_are_ignored_not_unknown_and_client_keys_load() -> None:
+    s = load_broker_settings(
+        {"serverWorkerThreads": "8", "useTLS": "false", "connectTimeoutMillis": "1234"}
+    )
+    assert s.unknown_keys == []
+    assert s.ignored_keys == ["serverWorkerThreads", "useTLS"]
+    assert s.client.connect_timeout_millis == 1234
