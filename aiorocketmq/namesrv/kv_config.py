@@ -26,7 +26,7 @@ from aiorocketmq.common import fastjson
 from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.route import KVTable
 from aiorocketmq.runtime import BlockingExecutor
-from aiorocketmq.runtime.files import write_file_atomic_blocking
+from aiorocketmq.runtime.files import read_with_backup_blocking, write_file_atomic_blocking
 
 __all__ = ["NAMESPACE_ORDER_TOPIC_CONFIG", "KVConfigManager"]
 
@@ -128,24 +128,12 @@ def _parse_table(text: str, source: Path) -> ConfigTable:
 def load_table_blocking(path: Path) -> ConfigTable:
     """Read ``path``, falling back to ``path.bak``; runs in the executor.
 
+    A missing or empty file reads as an empty table
+    (``runtime.files.read_with_backup_blocking``).
+
     Raises:
-        RemoteProtocolError: a file exists but neither parses.
+        RemoteProtocolError: a file has content but neither parses.
+        OSError: a file exists but cannot be read.
     """
-    backup = path.with_name(path.name + ".bak")
-    first_error: RemoteProtocolError | None = None
-    for candidate in (path, backup):
-        try:
-            text = candidate.read_text("utf-8")
-        except FileNotFoundError:
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            first_error = first_error or RemoteProtocolError(f"{candidate}: {exc}")
-            continue
-        try:
-            return _parse_table(text, candidate)
-        except RemoteProtocolError as exc:
-            log.warning("kv config file unreadable path=%s error=%s", candidate, exc)
-            first_error = first_error or exc
-    if first_error is not None:
-        raise first_error
-    return {}
+    table = read_with_backup_blocking(path, lambda text: _parse_table(text, path))
+    return {} if table is None else table
