@@ -27,6 +27,7 @@ __all__ = [
     "PULL_STATUS_TABLE",
     "PUT_STATUS_TABLE",
     "PutStatusRow",
+    "disk_util_text",
     "pull_response_code",
     "put_response",
 ]
@@ -97,6 +98,12 @@ PULL_STATUS_TABLE: Final[dict[GetMessageStatus, ResponseCode | None]] = {
 }
 """Every ``GetMessageStatus``; None = PULL_OFFSET_MOVED if the request offset != 0,
 else PULL_NOT_FOUND (an empty or unknown queue asked from 0 is simply empty)."""
+
+
+def disk_util_text(commit_log_ratio: float, consume_queue_ratio: float, index_ratio: float) -> str:
+    """Java's ``SendMessageProcessor.diskUtil()``: ``"CL: %5.2f CQ: %5.2f INDEX: %5.2f"``
+    of the disk usage ratios (0..1) of the CommitLog, ConsumeQueue and index dirs."""
+    return f"CL: {commit_log_ratio:5.2f} CQ: {consume_queue_ratio:5.2f} INDEX: {index_ratio:5.2f}"
 
 
 def put_response(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from aiorocketmq.broker.offsets import ConsumerOffsetFlushService, ConsumerOffsetManager
 from aiorocketmq.runtime import BlockingExecutor
@@ -112,3 +114,17 @@ async def test_flush_service_persists_periodically_and_at_shutdown(
     reread = _manager(tmp_path, executor)
     await reread.load()
     assert reread.query_offset("g", "T", 0) == 2
+
+
+@given(
+    st.dictionaries(
+        st.tuples(st.text("abc%_-", min_size=1), st.text("xyz", min_size=1)).map("@".join),
+        st.dictionaries(st.integers(0, 1023), st.integers(0, 2**62), max_size=5),
+        max_size=5,
+    )
+)
+def test_file_form_round_trips(table: dict[str, dict[int, int]]) -> None:
+    mgr = ConsumerOffsetManager(Path("unused.json"), BlockingExecutor("unused"))
+    mgr.apply(table)
+    for pretty in (True, False):
+        assert mgr.parse(mgr.encode(pretty=pretty)) == table

@@ -90,3 +90,9 @@ def test_pull_rows(status: G, code: RC) -> None:
 def test_empty_queue_rows_depend_on_the_request_offset(status: G) -> None:
     assert pull_response_code(status, 0) == RC.PULL_NOT_FOUND
     assert pull_response_code(status, 1) == RC.PULL_OFFSET_MOVED
+
+
+def test_disk_util_text_is_javas_format() -> None:
+    from aiorocketmq.broker.status_map import disk_util_text
+
+    assert disk_util_text(0.913, 0.1, 0.05) == "CL:  0.91 CQ:  0.10 INDEX:  0.05"
