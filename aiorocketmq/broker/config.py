@@ -24,13 +24,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
 from aiorocketmq.common.constants import PERM_READ, PERM_WRITE, RMQ_SYS_TRACE_TOPIC
-from aiorocketmq.common.errors import RocketMQError
 from aiorocketmq.common.properties_file import format_properties
+from aiorocketmq.common.settings import ConfigError, model_keys, validate_settings
 from aiorocketmq.remoting.config import RemotingClientConfig, RemotingServerConfig
 from aiorocketmq.store.config import BrokerRole, MessageStoreConfig
 
@@ -64,10 +64,6 @@ NETTY_IGNORED_KEYS: Final = frozenset(
     }
 )  # fmt: skip
 """RocketMQ keys a broker.conf may carry that we accept and ignore (reported apart)."""
-
-
-class ConfigError(RocketMQError):
-    """A setting has a value its type cannot take; the message names the key."""
 
 
 def _local_host_name() -> str:
@@ -269,23 +265,6 @@ def render_settings(settings: BrokerSettings, important_only: bool = False) -> s
     return format_properties(items)
 
 
-def _known_keys(model: type[BaseModel]) -> frozenset[str]:
-    names = set(model.model_fields)
-    names.update(f.alias for f in model.model_fields.values() if f.alias)
-    return frozenset(names)
-
-
-def _validate(model: type[BaseModel], values: Mapping[str, Any]) -> Any:
-    try:
-        return model.model_validate(dict(values))
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}={err.get('input')!r}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ConfigError(f"bad setting: {problems}") from None
-
-
 def load_broker_settings(
     properties: Mapping[str, str], overrides: Mapping[str, Any] | None = None
 ) -> BrokerSettings:
@@ -304,10 +283,10 @@ def load_broker_settings(
         ConfigError: A value does not fit its setting (the message names the
             key), DLedger is enabled, or brokerId does not fit brokerRole.
     """
-    broker_keys = _known_keys(BrokerConfig)
+    broker_keys = model_keys(BrokerConfig)
     store_keys = MessageStoreConfig.known_keys()
-    remoting_keys = _known_keys(RemotingServerConfig)
-    client_keys = _known_keys(RemotingClientConfig)
+    remoting_keys = model_keys(RemotingServerConfig)
+    client_keys = model_keys(RemotingClientConfig)
     known = broker_keys | store_keys | remoting_keys | client_keys | NETTY_IGNORED_KEYS
     unknown = sorted(k for k in properties if k not in known)
     broker_values = {k: v for k, v in properties.items() if k in broker_keys}
@@ -317,10 +296,12 @@ def load_broker_settings(
         broker_values[name] = value
     remoting_values: dict[str, Any] = {"listenPort": BROKER_LISTEN_PORT}
     remoting_values.update({k: v for k, v in properties.items() if k in remoting_keys})
-    remoting = _validate(RemotingServerConfig, remoting_values)
-    store = _validate(MessageStoreConfig, {k: v for k, v in properties.items() if k in store_keys})
-    broker = _validate(BrokerConfig, broker_values)
-    client = _validate(
+    remoting = validate_settings(RemotingServerConfig, remoting_values)
+    store = validate_settings(
+        MessageStoreConfig, {k: v for k, v in properties.items() if k in store_keys}
+    )
+    broker = validate_settings(BrokerConfig, broker_values)
+    client = validate_settings(
         RemotingClientConfig, {k: v for k, v in properties.items() if k in client_keys}
     )
     settings = _fix_up(broker, store, remoting, properties)

@@ -18,19 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from aiorocketmq.common.errors import RocketMQError
+from aiorocketmq.common.settings import ConfigError, model_keys, validate_settings
 from aiorocketmq.remoting.config import RemotingServerConfig
 
 __all__ = ["ConfigError", "NamesrvConfig", "config_items", "load_namesrv_config"]
 
 _IMPORTANT: Final[dict[str, Any]] = {"important": True}
-
-
-class ConfigError(RocketMQError):
-    """A setting has a value its type cannot take; the message names the key."""
 
 
 class NamesrvConfig(BaseModel):
@@ -94,23 +90,6 @@ class NamesrvConfig(BaseModel):
         )
 
 
-def _known_keys(model: type[BaseModel]) -> frozenset[str]:
-    names = set(model.model_fields)
-    names.update(f.alias for f in model.model_fields.values() if f.alias)
-    return frozenset(names)
-
-
-def _validate(model: type[BaseModel], values: Mapping[str, Any]) -> Any:
-    try:
-        return model.model_validate(dict(values))
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}={err.get('input')!r}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ConfigError(f"bad setting: {problems}") from None
-
-
 def load_namesrv_config(
     properties: Mapping[str, str], overrides: Mapping[str, Any] | None = None
 ) -> tuple[NamesrvConfig, RemotingServerConfig, list[str]]:
@@ -128,8 +107,8 @@ def load_namesrv_config(
     Raises:
         ConfigError: A value does not fit its setting; the message names the key.
     """
-    namesrv_keys = _known_keys(NamesrvConfig)
-    remoting_keys = _known_keys(RemotingServerConfig) - {"listenPort", "listen_port"}
+    namesrv_keys = model_keys(NamesrvConfig)
+    remoting_keys = model_keys(RemotingServerConfig) - {"listenPort", "listen_port"}
     remoting_keys -= {"listenHost", "listen_host"}
     unknown = sorted(k for k in properties if k not in namesrv_keys and k not in remoting_keys)
     namesrv_values: dict[str, Any] = {k: v for k, v in properties.items() if k in namesrv_keys}
@@ -137,8 +116,8 @@ def load_namesrv_config(
         field = NamesrvConfig.model_fields[name]
         namesrv_values.pop(field.alias or name, None)
         namesrv_values[name] = value
-    namesrv = _validate(NamesrvConfig, namesrv_values)
-    remoting = _validate(
+    namesrv = validate_settings(NamesrvConfig, namesrv_values)
+    remoting = validate_settings(
         RemotingServerConfig, {k: v for k, v in properties.items() if k in remoting_keys}
     )
     return namesrv, namesrv.remoting_config(remoting), unknown

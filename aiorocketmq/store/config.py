@@ -38,6 +38,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
 from aiorocketmq.common.constants import CQ_STORE_UNIT_SIZE, DEFAULT_MESSAGE_DELAY_LEVEL
+from aiorocketmq.common.settings import model_keys
 
 __all__ = ["BrokerRole", "FlushDiskType", "MessageStoreConfig"]
 
@@ -327,9 +328,7 @@ class MessageStoreConfig(BaseModel):
 
         A CLI loading one file for several models warns about keys none of them know.
         """
-        names = set(cls.model_fields)
-        names.update(f.alias for f in cls.model_fields.values() if f.alias)
-        return frozenset(names)
+        return model_keys(cls)
 
     # -- paths (StorePathConfigHelper) -----------------------------------------------------
 
