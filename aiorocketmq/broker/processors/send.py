@@ -1,0 +1,255 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320).
+
+Owns: RocketMQ 4.9.8's send checks, in ``AbstractSendMessageProcessor.msgCheck`` +
+``SendMessageProcessor`` order (broker perm, topic name, not-allowed-send topics,
+topic exists or auto-create through the default topic, queueId range, %RETRY%
+group and DLQ redirect), building the ``MessageExtBrokerInner`` /
+``MessageExtBatch`` the store puts, and the reply header (every field a string).
+
+Must not: encode records or check sizes (the store's put path answers
+MESSAGE_ILLEGAL), refuse a SLAVE itself (the store answers SERVICE_NOT_AVAILABLE),
+or map put statuses (``broker.status_map`` does). Transactions are not supported
+here (a prepared message is stored as an ordinary one).
+
+Batch or not is decided by the header's ``batch`` field, not the request code,
+exactly as Java.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Final
+
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.status_map import put_response
+from aiorocketmq.common.constants import (
+    DEFAULT_REGION,
+    RETRY_GROUP_TOPIC_PREFIX,
+    MessageSysFlag,
+    dlq_topic,
+    is_writeable,
+)
+from aiorocketmq.common.constants import PERM_READ as _PERM_READ
+from aiorocketmq.common.constants import PERM_WRITE as _PERM_WRITE
+from aiorocketmq.common.properties import MessageConst, properties_to_string, string_to_properties
+from aiorocketmq.common.tag_hash import tags_code
+from aiorocketmq.common.topic_config import TopicConfig
+from aiorocketmq.common.validators import not_allowed_send_remark, validate_topic
+from aiorocketmq.remoting.broker_headers import SendMessageRequestHeader, SendMessageResponseHeader
+from aiorocketmq.remoting.codes import MQVersion, RequestCode, ResponseCode
+from aiorocketmq.remoting.command import RemotingCommand
+from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection
+from aiorocketmq.remoting.errors import ProcessorError
+from aiorocketmq.store.inner_message import MessageExtBatch, MessageExtBrokerInner
+from aiorocketmq.store.results import PutMessageResult
+
+__all__ = ["DLQ_NUMS_PER_GROUP", "SendProcessor"]
+
+log = logging.getLogger(__name__)
+
+DLQ_NUMS_PER_GROUP: Final = 1
+"""Queues of a ``%DLQ%<group>`` topic (``SendMessageProcessor.DLQ_NUMS_PER_GROUP``)."""
+
+_SUGGEST_TODO: Final = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+_TOPIC_SYS_FLAG_UNIT: Final = 0x1
+_TOPIC_SYS_FLAG_UNIT_SUB: Final = 0x2
+_BATCH_TOPIC_MAX: Final = 127  # Byte.MAX_VALUE
+
+
+def _parse_host(address: str) -> tuple[str, int]:
+    """``"ip:port"`` (as ``RemotingConnection.remote_address``) -> ``(ip, port)``."""
+    host, _, port = address.rpartition(":")
+    try:
+        return host, int(port)
+    except ValueError:
+        return "127.0.0.1", 0
+
+
+class SendProcessor:
+    """Handles the three send codes for one broker."""
+
+    def __init__(self, ctx: BrokerContext) -> None:
+        self._ctx = ctx
+        self._random = random.Random()
+
+    def register(self, table: ProcessorTable) -> None:
+        """Register SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE."""
+        table.register(RequestCode.SEND_MESSAGE, self.process)
+        table.register(RequestCode.SEND_MESSAGE_V2, self.process)
+        table.register(RequestCode.SEND_BATCH_MESSAGE, self.process)
+
+    async def process(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+        """One send request -> its reply (errors raise ``ProcessorError``)."""
+        if request.code == RequestCode.SEND_MESSAGE_V2:
+            header = SendMessageRequestHeader.from_ext_fields_v2(request.ext_fields)
+        else:
+            header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)
+        topic_config = self._msg_check(header, conn.remote_address)
+        queue_id = header.queue_id
+        if queue_id < 0:
+            queue_id = self._random_queue_id(topic_config.write_queue_nums)
+        if header.batch:
+            result = await self._send_batch(conn, request, header, topic_config, queue_id)
+        else:
+            result, queue_id = await self._send_one(conn, request, header, topic_config, queue_id)
+        return self._reply(request, result, queue_id)
+
+    def _random_queue_id(self, write_queue_nums: int) -> int:
+        """Java's ``randomQueueId``: ``nextInt(99999999) % writeQueueNums``."""
+        return self._random.randrange(99999999) % max(write_queue_nums, 1)
+
+    def _msg_check(self, header: SendMessageRequestHeader, remote: str) -> TopicConfig:
+        """``msgCheck``: the topic config to send to, or ``ProcessorError``."""
+        ctx = self._ctx
+        topic = header.topic
+        if not is_writeable(ctx.config.broker_permission) and ctx.topics.is_order_topic(topic):
+            raise ProcessorError(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{ctx.config.broker_ip1}] sending message is forbidden",
+            )
+        remark = validate_topic(topic)
+        if remark is not None:
+            raise ProcessorError(ResponseCode.SYSTEM_ERROR, remark)
+        remark = not_allowed_send_remark(topic)
+        if remark is not None:
+            raise ProcessorError(ResponseCode.NO_PERMISSION, remark)
+        config = ctx.topics.select_topic_config(topic) or self._auto_create(header, remote)
+        valid = max(config.write_queue_nums, config.read_queue_nums)
+        if header.queue_id >= valid:
+            raise ProcessorError(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{header.queue_id}] is illegal, {config} Producer: {remote}",
+            )
+        return config
+
+    def _auto_create(self, header: SendMessageRequestHeader, remote: str) -> TopicConfig:
+        """Create an unknown topic from the default topic, or TOPIC_NOT_EXIST."""
+        topic = header.topic
+        is_retry = topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+        sys_flag = 0
+        if header.unit_mode:
+            sys_flag = _TOPIC_SYS_FLAG_UNIT_SUB if is_retry else _TOPIC_SYS_FLAG_UNIT
+        log.warning("the topic %s not exist, producer: %s", topic, remote)
+        topics = self._ctx.topics
+        config = topics.create_topic_in_send_message_method(
+            topic, header.default_topic, remote, header.default_topic_queue_nums, sys_flag
+        )
+        if config is None and is_retry:
+            config = topics.create_topic_in_send_message_back_method(
+                topic, 1, _PERM_WRITE | _PERM_READ, sys_flag
+            )
+        if config is None:
+            raise ProcessorError(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please!{_SUGGEST_TODO}",
+            )
+        return config
+
+    def _retry_and_dlq(
+        self, request: RemotingCommand, header: SendMessageRequestHeader, msg: MessageExtBrokerInner
+    ) -> TopicConfig | None:
+        """``handleRetryAndDLQ``: redirect an exhausted retry to ``%DLQ%<group>``.
+
+        Returns the DLQ topic config when redirected, else None.
+        """
+        if not header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return None
+        group = header.topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        group_config = self._ctx.groups.find_subscription_group_config(group)
+        if group_config is None:
+            raise ProcessorError(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group not exist, {group} {_SUGGEST_TODO}",
+            )
+        max_times = group_config.retry_max_times
+        if request.version >= MQVersion.V3_4_9 and header.max_reconsume_times is not None:
+            max_times = header.max_reconsume_times
+        if (header.reconsume_times or 0) < max_times:
+            return None
+        msg.topic = dlq_topic(group)
+        msg.queue_id = self._random.randrange(99999999) % DLQ_NUMS_PER_GROUP
+        return self._ctx.topics.create_topic_in_send_message_back_method(
+            msg.topic, DLQ_NUMS_PER_GROUP, _PERM_WRITE | _PERM_READ, 0
+        )
+
+    async def _send_one(
+        self,
+        conn: RemotingConnection,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        topic_config: TopicConfig,
+        queue_id: int,
+    ) -> tuple[PutMessageResult, int]:
+        """``asyncSendMessage``: build the inner message and put it."""
+        ctx = self._ctx
+        props = string_to_properties(header.properties or "")
+        msg = MessageExtBrokerInner(topic=header.topic, queue_id=queue_id, properties=props)
+        topic_config = self._retry_and_dlq(request, header, msg) or topic_config
+        sys_flag = header.sys_flag
+        if topic_config.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        msg.sys_flag = sys_flag
+        msg.body = request.body
+        msg.flag = header.flag
+        msg.born_timestamp = header.born_timestamp
+        msg.born_host = _parse_host(conn.remote_address)
+        msg.store_host = ctx.store_host
+        msg.reconsume_times = header.reconsume_times or 0
+        props[MessageConst.PROPERTY_CLUSTER] = ctx.config.broker_cluster_name
+        stored = {k: v for k, v in props.items() if k != MessageConst.PROPERTY_WAIT_STORE_MSG_OK}
+        msg.properties_string = properties_to_string(stored)
+        msg.tags_code = tags_code(props.get(MessageConst.PROPERTY_TAGS))
+        return await ctx.store.put_message(msg), msg.queue_id
+
+    async def _send_batch(
+        self,
+        conn: RemotingConnection,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        topic_config: TopicConfig,
+        queue_id: int,
+    ) -> PutMessageResult:
+        """``asyncSendBatchMessage``: the body goes to the store as sent."""
+        ctx = self._ctx
+        if len(header.topic) > _BATCH_TOPIC_MAX:
+            raise ProcessorError(
+                ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(header.topic)}"
+            )
+        sys_flag = header.sys_flag
+        if topic_config.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        props = string_to_properties(header.properties or "")
+        props[MessageConst.PROPERTY_CLUSTER] = ctx.config.broker_cluster_name
+        batch = MessageExtBatch(
+            topic=header.topic,
+            queue_id=queue_id,
+            body=request.body,
+            properties=props,
+            sys_flag=sys_flag,
+            born_timestamp=header.born_timestamp,
+            born_host=_parse_host(conn.remote_address),
+            store_host=ctx.store_host,
+            reconsume_times=header.reconsume_times or 0,
+        )
+        return await ctx.store.put_messages(batch)
+
+    def _reply(
+        self, request: RemotingCommand, result: PutMessageResult, queue_id: int
+    ) -> RemotingCommand:
+        """``handlePutMessageResult``: status -> code; a stored message's header."""
+        code, remark, stored = put_response(
+            result.status, max_message_size=self._ctx.store_config.max_message_size
+        )
+        fields = {"MSG_REGION": DEFAULT_REGION, "TRACE_ON": "true"}
+        if stored:
+            header = SendMessageResponseHeader(
+                msg_id=",".join(result.msg_ids),
+                queue_id=queue_id,
+                queue_offset=result.queue_offset,
+                msg_region=DEFAULT_REGION,
+                trace_on=True,
+            )
+            fields = header.to_ext_fields()
+            remark = None
+        return request.response_to(code, remark, fields)
