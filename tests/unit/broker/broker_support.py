@@ -123,6 +123,8 @@ async def harness(
         await server.shutdown()
         await hold.shutdown()
         await st.shutdown()
+        for manager in (ctx.topics, ctx.groups, ctx.offsets):
+            await manager.flush()
         await executor.shutdown()
 
 
