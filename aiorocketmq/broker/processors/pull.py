@@ -212,9 +212,9 @@ class PullProcessor:
         ctx = self._ctx
         fail = request.response_to
         if not is_readable(ctx.config.broker_permission):
+            ip = ctx.config.broker_ip1 or ctx.store_host[0]
             return fail(
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{ctx.store_host[0]}] pulling message is forbidden",
+                ResponseCode.NO_PERMISSION, f"the broker[{ip}] pulling message is forbidden"
             )
         group = ctx.groups.find_subscription_group_config(header.consumer_group)
         if group is None:

@@ -103,6 +103,10 @@ async def test_checks(tmp_path: Path) -> None:
     async with harness(tmp_path / "b", broker={"auto_create_subscription_group": False}) as h:
         reply = await h.invoke(pull_request(0))
         assert reply.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+    async with harness(tmp_path / "c", broker={"broker_permission": 2}) as h:
+        reply = await h.invoke(pull_request(0))
+        assert reply.code == ResponseCode.NO_PERMISSION
+        assert reply.remark == "the broker[127.0.0.1] pulling message is forbidden"
 
 
 async def test_commit_offset_stored_only_on_master_with_bit(tmp_path: Path) -> None:
@@ -203,3 +207,16 @@ async def test_captured_client_pulls_are_served_without_heartbeat(tmp_path: Path
             reply = await conn.invoke(request, 3)
             assert reply.code in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_OFFSET_MOVED)
             assert_fields(reply)
+
+
+async def test_held_pull_ignores_other_tags(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        task = asyncio.ensure_future(h.invoke(pull_request(0, subscription="b")))
+        await wait_until(lambda: h.hold.held_count == 1, what="pull held")
+        await put_n(h, 1, tags="a")
+        assert h.hold.held_count == 1
+        assert not task.done()
+        await put_ok(h.ctx.store, inner(b"b", TAGS="b"))
+        reply = await asyncio.wait_for(task, 1)
+        assert reply.code == ResponseCode.SUCCESS
+        assert bytes(reply.body) == stored_bytes(h, 0, 1, 1)
