@@ -32,7 +32,12 @@ from aiorocketmq.common.constants import (
 )
 from aiorocketmq.common.constants import PERM_READ as _PERM_READ
 from aiorocketmq.common.constants import PERM_WRITE as _PERM_WRITE
-from aiorocketmq.common.properties import MessageConst, properties_to_string, string_to_properties
+from aiorocketmq.common.properties import (
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    MessageConst,
+    string_to_properties,
+)
 from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.common.topic_config import TopicConfig
 from aiorocketmq.common.validators import not_allowed_send_remark, validate_topic
@@ -55,6 +60,16 @@ _SUGGEST_TODO: Final = "\nSee http://rocketmq.apache.org/docs/faq/ for further d
 _TOPIC_SYS_FLAG_UNIT: Final = 0x1
 _TOPIC_SYS_FLAG_UNIT_SUB: Final = 0x2
 _BATCH_TOPIC_MAX: Final = 127  # Byte.MAX_VALUE
+
+
+def _join_properties(props: dict[str, str]) -> str:
+    """Java's ``messageProperties2String`` in the 4.9.1+ form, without the codec's checks.
+
+    Parsed pairs always have a name and a value; a value may hold ``\\x01`` (the name
+    ends at the first one), which reads back the same, so it is stored as sent
+    instead of failing the send.
+    """
+    return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items())
 
 
 def _parse_host(address: str) -> tuple[str, int]:
@@ -198,7 +213,7 @@ class SendProcessor:
         msg.reconsume_times = header.reconsume_times or 0
         props[MessageConst.PROPERTY_CLUSTER] = ctx.config.broker_cluster_name
         stored = {k: v for k, v in props.items() if k != MessageConst.PROPERTY_WAIT_STORE_MSG_OK}
-        msg.properties_string = properties_to_string(stored)
+        msg.properties_string = _join_properties(stored)
         msg.tags_code = tags_code(props.get(MessageConst.PROPERTY_TAGS))
         return await ctx.store.put_message(msg), msg.queue_id
 

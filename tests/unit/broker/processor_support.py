@@ -119,6 +119,8 @@ async def send_harness(
     finally:
         await client.close()
         await server.shutdown()
+        await ctx.topics.flush()
+        await ctx.groups.flush()
         await st.shutdown()
         await executor.shutdown()
 

@@ -200,3 +200,38 @@ async def test_retry_to_dlq(tmp_path: Path) -> None:
         # version >= V3_4_9: the header's maxReconsumeTimes wins.
         header_max = await _retry(h, 3, max_reconsume_times=5)
         assert _stored(h.ctx.store, header_max).topic == "%RETRY%CID_x"
+
+
+async def test_unwritable_broker_refuses_only_order_topics(tmp_path: Path) -> None:
+    async with send_harness(tmp_path, broker={"broker_permission": 4}) as h:
+        assert (await h.invoke(send_request())).code == ResponseCode.SUCCESS
+        h.ctx.topics.update_order_topic_config([TOPIC])
+        reply = await h.invoke(send_request())
+        assert reply.code == ResponseCode.NO_PERMISSION
+        assert reply.remark is not None and reply.remark.endswith("sending message is forbidden")
+
+
+async def test_compressed_cpp_body_is_stored_as_sent(tmp_path: Path) -> None:
+    lines = _client_frames("cpp_client.jsonl", (RequestCode.SEND_MESSAGE,))
+    compressed = [line for line in lines if int(line["header"]["extFields"]["sysFlag"]) & 1]
+    assert compressed
+    async with send_harness(tmp_path) as h:
+        replies, _ = await h.replay([bytes.fromhex(compressed[0]["frame_hex"])])
+        assert replies[0].code == ResponseCode.SUCCESS
+        msg = _stored(h.ctx.store, replies[0])
+        assert msg.sys_flag & 1
+
+
+async def test_batch_decided_by_header_not_code(tmp_path: Path) -> None:
+    async with send_harness(tmp_path) as h:
+        single = send_request(b"plain", code=RequestCode.SEND_BATCH_MESSAGE)
+        reply = await h.invoke(single)
+        assert reply.code == ResponseCode.SUCCESS
+        assert _stored(h.ctx.store, reply).body == b"plain"
+
+
+async def test_value_holding_name_separator_is_stored_as_sent(tmp_path: Path) -> None:
+    async with send_harness(tmp_path) as h:
+        reply = await h.invoke(send_request(properties="A\x01b\x01c\x02TAGS\x01T\x02"))
+        assert reply.code == ResponseCode.SUCCESS
+        assert _stored(h.ctx.store, reply).properties["A"] == "b\x01c"
