@@ -33,6 +33,7 @@ from aiorocketmq.remoting.config import RemotingServerConfig
 from aiorocketmq.remoting.connection import ProcessorTable
 from aiorocketmq.remoting.server import RemotingServer
 from aiorocketmq.runtime import BlockingExecutor
+from aiorocketmq.store.message_store import MessageStore
 from tests.unit.store.store_support import open_store, store_config
 
 TOPIC = "TopicTest"
@@ -82,22 +83,7 @@ async def harness(
         {} if total_physical_memory is None else {"total_physical_memory": total_physical_memory}
     )
     st = await open_store(scfg, **kwargs)
-    cfgdir = tmp_path / "config"
-    topics = TopicConfigManager(cfgdir / "topics.json", executor, cfg, clock)
-    topics.update_topic_config(TopicConfig(TOPIC, 4, 4))
-    ctx = BrokerContext(
-        config=cfg,
-        store_config=scfg,
-        store=st,
-        topics=topics,
-        groups=SubscriptionGroupManager(cfgdir / "subscriptionGroup.json", executor, cfg, clock),
-        offsets=ConsumerOffsetManager(cfgdir / "consumerOffset.json", executor),
-        producers=ProducerManager(clock),
-        consumers=ConsumerManager(clock),
-        hold=None,
-        store_host=("127.0.0.1", 10911),
-        clock=clock,
-    )
+    ctx = _context(tmp_path / "config", cfg, st, executor, clock)
     pull = PullProcessor(ctx)
     hold = PullRequestHoldService(
         clock=clock,
@@ -126,6 +112,30 @@ async def harness(
         for manager in (ctx.topics, ctx.groups, ctx.offsets):
             await manager.flush()
         await executor.shutdown()
+
+
+def _context(
+    cfgdir: Path,
+    cfg: BrokerConfig,
+    st: MessageStore,
+    executor: BlockingExecutor,
+    clock: SystemClock,
+) -> BrokerContext:
+    topics = TopicConfigManager(cfgdir / "topics.json", executor, cfg, clock)
+    topics.update_topic_config(TopicConfig(TOPIC, 4, 4))
+    return BrokerContext(
+        config=cfg,
+        store_config=st.config,
+        store=st,
+        topics=topics,
+        groups=SubscriptionGroupManager(cfgdir / "subscriptionGroup.json", executor, cfg, clock),
+        offsets=ConsumerOffsetManager(cfgdir / "consumerOffset.json", executor),
+        producers=ProducerManager(clock),
+        consumers=ConsumerManager(clock),
+        hold=None,
+        store_host=("127.0.0.1", 10911),
+        clock=clock,
+    )
 
 
 def pull_request(
