@@ -8,8 +8,9 @@ group and DLQ redirect), building the ``MessageExtBrokerInner`` /
 
 Must not: encode records or check sizes (the store's put path answers
 MESSAGE_ILLEGAL), refuse a SLAVE itself (the store answers SERVICE_NOT_AVAILABLE),
-or map put statuses (``broker.status_map`` does). Transactions are not supported
-here (a prepared message is stored as an ordinary one).
+or map put statuses (``broker.status_map`` does). Half messages are not built yet:
+a prepared message is refused under ``rejectTransactionMessage`` (as Java) and
+otherwise stored as an ordinary one.
 
 Batch or not is decided by the header's ``batch`` field, not the request code,
 exactly as Java.
@@ -215,6 +216,12 @@ class SendProcessor:
         stored = {k: v for k, v in props.items() if k != MessageConst.PROPERTY_WAIT_STORE_MSG_OK}
         msg.properties_string = _join_properties(stored)
         msg.tags_code = tags_code(props.get(MessageConst.PROPERTY_TAGS))
+        prepared = props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED, "")
+        if prepared.lower() == "true" and ctx.config.reject_transaction_message:
+            raise ProcessorError(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{ctx.config.broker_ip1}] sending transaction message is forbidden",
+            )
         return await ctx.store.put_message(msg), msg.queue_id
 
     async def _send_batch(

@@ -235,3 +235,20 @@ async def test_value_holding_name_separator_is_stored_as_sent(tmp_path: Path) ->
         reply = await h.invoke(send_request(properties="A\x01b\x01c\x02TAGS\x01T\x02"))
         assert reply.code == ResponseCode.SUCCESS
         assert _stored(h.ctx.store, reply).properties["A"] == "b\x01c"
+
+
+async def test_retry_topic_created_even_with_auto_create_off(tmp_path: Path) -> None:
+    async with send_harness(tmp_path, broker={"auto_create_topic_enable": False}) as h:
+        reply = await _retry(h, 0)
+        assert reply.code == ResponseCode.SUCCESS
+        config = h.ctx.topics.select_topic_config("%RETRY%CID_x")
+        assert config is not None and config.write_queue_nums == 1 and config.perm == 6
+
+
+async def test_transaction_message_rejected_when_configured(tmp_path: Path) -> None:
+    props = "TRAN_MSG\x01true\x02TAGS\x01T\x02"
+    async with send_harness(tmp_path, broker={"reject_transaction_message": True}) as h:
+        reply = await h.invoke(send_request(properties=props))
+        assert reply.code == ResponseCode.NO_PERMISSION
+        assert reply.remark is not None
+        assert reply.remark.endswith("sending transaction message is forbidden")
