@@ -61,6 +61,7 @@ _SUGGEST_TODO: Final = "\nSee http://rocketmq.apache.org/docs/faq/ for further d
 _TOPIC_SYS_FLAG_UNIT: Final = 0x1
 _TOPIC_SYS_FLAG_UNIT_SUB: Final = 0x2
 _BATCH_TOPIC_MAX: Final = 127  # Byte.MAX_VALUE
+_REGION_FIELDS: Final = {"MSG_REGION": DEFAULT_REGION, "TRACE_ON": "true"}
 
 
 def _join_properties(props: dict[str, str]) -> str:
@@ -96,11 +97,21 @@ class SendProcessor:
         table.register(RequestCode.SEND_BATCH_MESSAGE, self.process)
 
     async def process(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        """One send request -> its reply (errors raise ``ProcessorError``)."""
+        """One send request -> its reply (a bad header raises ``HeaderFieldError``)."""
         if request.code == RequestCode.SEND_MESSAGE_V2:
             header = SendMessageRequestHeader.from_ext_fields_v2(request.ext_fields)
         else:
             header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)
+        try:
+            return await self._send(conn, request, header)
+        except ProcessorError as exc:
+            # Java's preSend puts MSG_REGION and TRACE_ON on every reply after parsing.
+            return request.response_to(exc.code, exc.remark, dict(_REGION_FIELDS))
+
+    async def _send(
+        self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader
+    ) -> RemotingCommand:
+        """``msgCheck``, then the single or batch path, then the reply."""
         topic_config = self._msg_check(header, conn.remote_address)
         queue_id = header.queue_id
         if queue_id < 0:
@@ -263,7 +274,7 @@ class SendProcessor:
         code, remark, stored = put_response(
             result.status, max_message_size=self._ctx.store_config.max_message_size
         )
-        fields = {"MSG_REGION": DEFAULT_REGION, "TRACE_ON": "true"}
+        fields = dict(_REGION_FIELDS)
         if stored:
             header = SendMessageResponseHeader(
                 msg_id=",".join(result.msg_ids),

@@ -252,3 +252,15 @@ async def test_transaction_message_rejected_when_configured(tmp_path: Path) -> N
         assert reply.code == ResponseCode.NO_PERMISSION
         assert reply.remark is not None
         assert reply.remark.endswith("sending transaction message is forbidden")
+
+
+async def test_refusals_carry_region_and_bad_header_keeps_serving(tmp_path: Path) -> None:
+    async with send_harness(tmp_path, broker={"auto_create_topic_enable": False}) as h:
+        refused = await h.invoke(send_request(topic="NewTopic"))
+        assert refused.code == ResponseCode.TOPIC_NOT_EXIST
+        assert refused.ext_fields["MSG_REGION"] == "DefaultRegion"
+        _assert_string_fields(refused)
+        bad = RemotingCommand.request(RequestCode.SEND_MESSAGE, {"topic": TOPIC}, b"x")
+        reply = await h.invoke(bad)
+        assert reply.code == ResponseCode.SYSTEM_ERROR
+        assert (await h.invoke(send_request())).code == ResponseCode.SUCCESS
