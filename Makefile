@@ -31,7 +31,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy --strict aiorocketmq/common aiorocketmq/runtime aiorocketmq/remoting \
-		aiorocketmq/namesrv aiorocketmq/broker aiorocketmq/cli/namesrv.py
+		aiorocketmq/store aiorocketmq/namesrv aiorocketmq/broker aiorocketmq/cli/namesrv.py
 
 ## interop-deps: ali-ons for tests/interop when npm exists (CI has Node); idempotent
 interop-deps:
