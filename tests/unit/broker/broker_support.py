@@ -1,14 +1,16 @@
 """A broker's processors on a real store and a real server, for component tests.
 
 Owns: ``Harness`` (a started MessageStore on small files, the config managers in
-tmp_path, a started PullRequestHoldService wired to the pull processor, a
-RemotingServer on 127.0.0.1:0 and a RemotingClient) and request builders.
+tmp_path, a started PullRequestHoldService wired to the pull processor, more
+processors registered by the caller, a RemotingServer on 127.0.0.1:0, a
+RemotingClient, and raw replay of captured client frames) and request builders.
 
 Must not: fake the store or the network: every part is the real one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ from aiorocketmq.remoting.codes import RequestCode
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.config import RemotingServerConfig
 from aiorocketmq.remoting.connection import ProcessorTable
+from aiorocketmq.remoting.frame import FrameDecoder
 from aiorocketmq.remoting.server import RemotingServer
 from aiorocketmq.runtime import BlockingExecutor
 from aiorocketmq.store.message_store import MessageStore
@@ -38,6 +41,7 @@ from tests.unit.store.store_support import open_store, store_config
 
 TOPIC = "TopicTest"
 GROUP = "CID_test"
+STORE_HOST = ("127.0.0.1", 10911)
 #: suspend | subscription
 PULL_FLAGS = 0x2 | 0x4
 
@@ -61,6 +65,24 @@ class Harness:
     async def invoke(self, request: RemotingCommand, timeout_ms: int = 3000) -> RemotingCommand:
         """One request through the client."""
         return await self.client.invoke(self.address, request, timeout_ms)
+
+    async def replay(self, frames: list[bytes]) -> tuple[list[RemotingCommand], tuple[str, int]]:
+        """Write captured frames on one raw socket; the replies and the local address."""
+        reader, writer = await asyncio.open_connection(self.server.host, self.server.port)
+        local = writer.get_extra_info("sockname")
+        decoder = FrameDecoder()
+        replies: list[RemotingCommand] = []
+        try:
+            for i, frame in enumerate(frames):
+                writer.write(frame)
+                await writer.drain()
+                while len(replies) <= i:
+                    data = await asyncio.wait_for(reader.read(65536), 5.0)
+                    assert data, "server closed the connection"
+                    replies.extend(decoder.feed(data))
+        finally:
+            writer.close()
+        return replies, (local[0], local[1])
 
 
 @contextlib.asynccontextmanager
@@ -133,7 +155,7 @@ def _context(
         producers=ProducerManager(clock),
         consumers=ConsumerManager(clock),
         hold=None,
-        store_host=("127.0.0.1", 10911),
+        store_host=STORE_HOST,
         clock=clock,
     )
 
