@@ -1,0 +1,361 @@
+"""Broker requests of the client, mapped to typed results and errors.
+
+Owns: ``MQClientAPI``: one method per broker request a producer or consumer sends
+(send single/batch, pull, consumer offsets, queue offsets, heartbeat, unregister,
+consumer list, send-back, lock/unlock), and the pure functions that turn a reply
+into a result (``process_send_response``, ``process_pull_response``), following
+Java's ``MQClientAPIImpl`` 4.9.8. Transport failures become ``MQRemotingError``
+subclasses; error replies become ``MQBrokerError(code, remark)``.
+
+Must not: choose brokers or queues, retry, decode pulled records (``pull_wrapper``
+does), or keep state beyond the shared ``RemotingClient``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from aiorocketmq.client.errors import MQBrokerError, from_remoting
+from aiorocketmq.client.results import (
+    PULL_STATUS_BY_CODE,
+    SEND_STATUS_BY_CODE,
+    PullResult,
+    SendResult,
+)
+from aiorocketmq.common.errors import RemoteProtocolError
+from aiorocketmq.common.message import MessageExt, MessageQueue
+from aiorocketmq.common.protocol_bodies import (
+    ConsumerListBody,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    UnlockBatchRequestBody,
+)
+from aiorocketmq.remoting.broker_headers import (
+    ConsumerSendMsgBackRequestHeader,
+    GetConsumerListByGroupRequestHeader,
+    OffsetResponseHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+    TopicQueueRequestHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.command import Body, RemotingCommand
+from aiorocketmq.remoting.errors import ProcessorError, RemotingError
+
+__all__ = ["MQClientAPI", "process_pull_response", "process_send_response"]
+
+_T = TypeVar("_T")
+
+
+def _malformed(address: str, what: str, exc: Exception) -> MQBrokerError:
+    return MQBrokerError(
+        ResponseCode.SYSTEM_ERROR,
+        f"malformed reply ({what}): {exc}",
+        address=address,
+        retriable=False,
+    )
+
+
+def _parse(address: str, what: str, parse: Callable[[], _T]) -> _T:
+    """Run a header/body parser; a bad reply is a typed, non-retriable broker error."""
+    try:
+        return parse()
+    except (ProcessorError, RemoteProtocolError, ValueError) as exc:
+        raise _malformed(address, what, exc) from exc
+
+
+def process_send_response(
+    broker_name: str, topic: str, msg_id: str | None, reply: RemotingCommand, address: str
+) -> SendResult:
+    """A SEND_MESSAGE* reply -> ``SendResult`` (Java's ``processSendResponse``).
+
+    Args:
+        broker_name: the broker the message went to.
+        topic: the message's topic.
+        msg_id: its UNIQ_KEY (comma-joined for a batch).
+        reply: the broker's reply.
+        address: the broker's address (for errors).
+
+    Raises:
+        MQBrokerError: any code but SUCCESS, FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT,
+            SLAVE_NOT_AVAILABLE; or a malformed header.
+    """
+    status = SEND_STATUS_BY_CODE.get(reply.code)
+    if status is None:
+        raise MQBrokerError(reply.code, reply.remark, address=address)
+    header = _parse(
+        address, "send", lambda: SendMessageResponseHeader.from_ext_fields(reply.ext_fields)
+    )
+    return SendResult(
+        status=status,
+        msg_id=msg_id,
+        offset_msg_id=header.msg_id,
+        message_queue=MessageQueue(topic, broker_name, header.queue_id),
+        queue_offset=header.queue_offset,
+        transaction_id=header.transaction_id,
+        region_id=header.msg_region or "DefaultRegion",
+        trace_on=reply.ext_fields.get("TRACE_ON") != "false",
+    )
+
+
+def process_pull_response(reply: RemotingCommand, address: str) -> PullResult:
+    """A PULL_MESSAGE reply -> ``PullResult`` with the raw body (Java's ``processPullResponse``).
+
+    Raises:
+        MQBrokerError: a code other than SUCCESS, PULL_NOT_FOUND,
+            PULL_RETRY_IMMEDIATELY, PULL_OFFSET_MOVED; or a malformed header.
+    """
+    status = PULL_STATUS_BY_CODE.get(reply.code)
+    if status is None:
+        raise MQBrokerError(reply.code, reply.remark, address=address)
+    header = _parse(
+        address, "pull", lambda: PullMessageResponseHeader.from_ext_fields(reply.ext_fields)
+    )
+    return PullResult(
+        status=status,
+        next_begin_offset=header.next_begin_offset,
+        min_offset=header.min_offset,
+        max_offset=header.max_offset,
+        suggest_which_broker_id=header.suggest_which_broker_id,
+        message_binary=bytes(reply.body),
+    )
+
+
+class MQClientAPI:
+    """Broker requests over a shared ``RemotingClient`` (see the module docstring).
+
+    Args:
+        remoting: the client every request goes through.
+    """
+
+    def __init__(self, remoting: RemotingClient) -> None:
+        self.remoting = remoting
+
+    async def invoke(
+        self, address: str, code: int, fields: dict[str, str], body: Body, timeout_ms: int
+    ) -> RemotingCommand:
+        """Send one request; transport failures become ``MQRemotingError``."""
+        request = RemotingCommand.request(code, fields, body)
+        try:
+            return await self.remoting.invoke(address, request, timeout_ms)
+        except RemotingError as exc:
+            raise from_remoting(exc) from exc
+
+    async def invoke_oneway(
+        self, address: str, code: int, fields: dict[str, str], body: Body, timeout_ms: int
+    ) -> None:
+        """Send one oneway request; transport failures become ``MQRemotingError``."""
+        request = RemotingCommand.request(code, fields, body)
+        try:
+            await self.remoting.invoke_oneway(address, request, timeout_ms)
+        except RemotingError as exc:
+            raise from_remoting(exc) from exc
+
+    async def _ok(
+        self, address: str, code: int, fields: dict[str, str], body: Body, timeout_ms: int
+    ) -> RemotingCommand:
+        reply = await self.invoke(address, code, fields, body, timeout_ms)
+        if reply.code != ResponseCode.SUCCESS:
+            raise MQBrokerError(reply.code, reply.remark, address=address)
+        return reply
+
+    # -- send ---------------------------------------------------------------------------
+
+    async def send_message(
+        self,
+        address: str,
+        broker_name: str,
+        header: SendMessageRequestHeader,
+        body: Body,
+        timeout_ms: int,
+        *,
+        msg_id: str | None,
+        oneway: bool = False,
+        v2: bool = True,
+    ) -> SendResult | None:
+        """SEND_MESSAGE_V2 (one-letter header), SEND_BATCH_MESSAGE or SEND_MESSAGE.
+
+        Args:
+            address: the broker (a master).
+            broker_name: its name, for the result's queue.
+            header: the request header (``header.batch`` picks SEND_BATCH_MESSAGE).
+            body: the (possibly compressed) body, or the encoded batch.
+            timeout_ms: the reply timeout.
+            msg_id: the UNIQ_KEY(s) the result reports.
+            oneway: send without waiting (returns None).
+            v2: one-letter header (Java's ``sendSmartMsg``, the default).
+
+        Raises:
+            MQBrokerError: error reply. MQRemotingError: transport failure.
+        """
+        if header.batch:
+            code, fields = RequestCode.SEND_BATCH_MESSAGE, header.to_ext_fields_v2()
+        elif v2:
+            code, fields = RequestCode.SEND_MESSAGE_V2, header.to_ext_fields_v2()
+        else:
+            code, fields = RequestCode.SEND_MESSAGE, header.to_ext_fields()
+        if oneway:
+            await self.invoke_oneway(address, code, fields, body, timeout_ms)
+            return None
+        reply = await self.invoke(address, code, fields, body, timeout_ms)
+        return process_send_response(broker_name, header.topic, msg_id, reply, address)
+
+    # -- pull ---------------------------------------------------------------------------
+
+    async def pull_message(
+        self, address: str, header: PullMessageRequestHeader, timeout_ms: int
+    ) -> PullResult:
+        """PULL_MESSAGE; the result keeps the raw body for ``PullAPIWrapper``."""
+        reply = await self.invoke(
+            address, RequestCode.PULL_MESSAGE, header.to_ext_fields(), b"", timeout_ms
+        )
+        return process_pull_response(reply, address)
+
+    # -- offsets ------------------------------------------------------------------------
+
+    async def _offset(
+        self, address: str, code: int, fields: dict[str, str], timeout_ms: int
+    ) -> int:
+        reply = await self._ok(address, code, fields, b"", timeout_ms)
+        return _parse(
+            address, "offset", lambda: OffsetResponseHeader.from_ext_fields(reply.ext_fields)
+        ).offset
+
+    async def query_consumer_offset(
+        self, address: str, header: QueryConsumerOffsetRequestHeader, timeout_ms: int
+    ) -> int:
+        """QUERY_CONSUMER_OFFSET: the group's committed offset.
+
+        Raises:
+            MQBrokerError: e.g. QUERY_NOT_FOUND when the group has none.
+        """
+        return await self._offset(
+            address, RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext_fields(), timeout_ms
+        )
+
+    async def update_consumer_offset(
+        self,
+        address: str,
+        header: UpdateConsumerOffsetRequestHeader,
+        timeout_ms: int,
+        *,
+        oneway: bool = False,
+    ) -> None:
+        """UPDATE_CONSUMER_OFFSET (oneway: as Java's ``updateConsumerOffsetOneway``)."""
+        code, fields = RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext_fields()
+        if oneway:
+            await self.invoke_oneway(address, code, fields, b"", timeout_ms)
+        else:
+            await self._ok(address, code, fields, b"", timeout_ms)
+
+    async def get_max_offset(self, address: str, mq: MessageQueue, timeout_ms: int) -> int:
+        """GET_MAX_OFFSET: the queue's next offset to be written."""
+        fields = TopicQueueRequestHeader(mq.topic, mq.queue_id).to_ext_fields()
+        return await self._offset(address, RequestCode.GET_MAX_OFFSET, fields, timeout_ms)
+
+    async def get_min_offset(self, address: str, mq: MessageQueue, timeout_ms: int) -> int:
+        """GET_MIN_OFFSET: the queue's smallest offset still stored."""
+        fields = TopicQueueRequestHeader(mq.topic, mq.queue_id).to_ext_fields()
+        return await self._offset(address, RequestCode.GET_MIN_OFFSET, fields, timeout_ms)
+
+    async def search_offset(
+        self, address: str, mq: MessageQueue, timestamp_ms: int, timeout_ms: int
+    ) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP: the first offset stored at or after ``timestamp_ms``."""
+        fields = SearchOffsetRequestHeader(mq.topic, mq.queue_id, timestamp_ms).to_ext_fields()
+        return await self._offset(
+            address, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, fields, timeout_ms
+        )
+
+    # -- client management --------------------------------------------------------------
+
+    async def send_heartbeat(self, address: str, heartbeat: HeartbeatData, timeout_ms: int) -> int:
+        """HEART_BEAT; returns the broker's remoting version (Java uses it for features)."""
+        reply = await self._ok(address, RequestCode.HEART_BEAT, {}, heartbeat.encode(), timeout_ms)
+        return reply.version
+
+    async def unregister_client(
+        self,
+        address: str,
+        client_id: str,
+        timeout_ms: int,
+        *,
+        producer_group: str | None = None,
+        consumer_group: str | None = None,
+    ) -> None:
+        """UNREGISTER_CLIENT for one producer or consumer group."""
+        fields = UnregisterClientRequestHeader(
+            client_id, producer_group, consumer_group
+        ).to_ext_fields()
+        await self._ok(address, RequestCode.UNREGISTER_CLIENT, fields, b"", timeout_ms)
+
+    async def get_consumer_id_list_by_group(
+        self, address: str, consumer_group: str, timeout_ms: int
+    ) -> list[str]:
+        """GET_CONSUMER_LIST_BY_GROUP: the client ids of the group's live consumers.
+
+        Raises:
+            MQBrokerError: e.g. SYSTEM_ERROR "no consumer for this group" when none.
+        """
+        fields = GetConsumerListByGroupRequestHeader(consumer_group).to_ext_fields()
+        reply = await self._ok(
+            address, RequestCode.GET_CONSUMER_LIST_BY_GROUP, fields, b"", timeout_ms
+        )
+        body = _parse(address, "consumer list", lambda: ConsumerListBody.decode(reply.body))
+        return list(body.consumer_id_list)
+
+    async def consumer_send_message_back(
+        self,
+        address: str,
+        msg: MessageExt,
+        consumer_group: str,
+        delay_level: int,
+        timeout_ms: int,
+        *,
+        max_reconsume_times: int = 16,
+    ) -> None:
+        """CONSUMER_SEND_MSG_BACK: hand a failed message back for retry (or the DLQ)."""
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=msg.commit_log_offset,
+            group=consumer_group,
+            delay_level=delay_level,
+            origin_msg_id=msg.msg_id,
+            origin_topic=msg.topic,
+            max_reconsume_times=max_reconsume_times,
+        )
+        await self._ok(
+            address, RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext_fields(), b"", timeout_ms
+        )
+
+    async def lock_batch_mq(
+        self, address: str, body: LockBatchRequestBody, timeout_ms: int
+    ) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ: the queues this client now holds the lock of."""
+        reply = await self._ok(address, RequestCode.LOCK_BATCH_MQ, {}, body.encode(), timeout_ms)
+        decoded = _parse(address, "lock", lambda: LockBatchResponseBody.decode(reply.body))
+        return set(decoded.lock_ok_mq_set)
+
+    async def unlock_batch_mq(
+        self,
+        address: str,
+        body: UnlockBatchRequestBody,
+        timeout_ms: int,
+        *,
+        oneway: bool = False,
+    ) -> None:
+        """UNLOCK_BATCH_MQ."""
+        if oneway:
+            await self.invoke_oneway(
+                address, RequestCode.UNLOCK_BATCH_MQ, {}, body.encode(), timeout_ms
+            )
+        else:
+            await self._ok(address, RequestCode.UNLOCK_BATCH_MQ, {}, body.encode(), timeout_ms)
