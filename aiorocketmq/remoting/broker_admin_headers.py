@@ -1,9 +1,11 @@
 """Typed headers of the broker's query, transaction and topic-admin requests.
 
 Owns: VIEW_MESSAGE_BY_ID, QUERY_MESSAGE (request and reply), END_TRANSACTION,
-UPDATE_AND_CREATE_TOPIC and DELETE_TOPIC_IN_BROKER headers, each a slotted
-dataclass listing its fields explicitly, parsed with ``remoting/headers.py``'s
-Java rules. The client-facing send/pull/offset headers are in ``broker_headers``.
+UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, DELETE_SUBSCRIPTIONGROUP,
+GET_TOPIC_STATS_INFO, GET_CONSUME_STATS and GET_CONSUMER/PRODUCER_CONNECTION_LIST
+headers, each a slotted dataclass listing its fields explicitly, parsed with
+``remoting/headers.py``'s Java rules. The client-facing send/pull/offset headers
+are in ``broker_headers``.
 
 Must not: know what a broker does with them, or use reflection.
 """
@@ -25,8 +27,13 @@ from aiorocketmq.remoting.headers import (
 
 __all__ = [
     "CreateTopicRequestHeader",
+    "DeleteSubscriptionGroupRequestHeader",
     "DeleteTopicRequestHeader",
     "EndTransactionRequestHeader",
+    "GetConsumeStatsRequestHeader",
+    "GetConsumerConnectionListRequestHeader",
+    "GetProducerConnectionListRequestHeader",
+    "GetTopicStatsInfoRequestHeader",
     "QueryMessageRequestHeader",
     "QueryMessageResponseHeader",
     "ViewMessageRequestHeader",
@@ -196,3 +203,85 @@ class DeleteTopicRequestHeader:
     def to_ext_fields(self) -> dict[str, str]:
         """The extFields strings."""
         return to_ext_fields(topic=self.topic)
+
+
+@dataclass(slots=True, frozen=True)
+class DeleteSubscriptionGroupRequestHeader:
+    """DELETE_SUBSCRIPTIONGROUP (207); ``removeOffset`` absent reads as false (a primitive)."""
+
+    group_name: str
+    remove_offset: bool = False
+
+    @classmethod
+    def from_ext_fields(cls, f: Fields) -> DeleteSubscriptionGroupRequestHeader:
+        """Parse; raises ``HeaderFieldError``."""
+        return cls(ext_str(f, "groupName"), ext_bool(f, "removeOffset", False))
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings."""
+        return to_ext_fields(groupName=self.group_name, removeOffset=self.remove_offset)
+
+
+@dataclass(slots=True, frozen=True)
+class GetTopicStatsInfoRequestHeader:
+    """GET_TOPIC_STATS_INFO (202)."""
+
+    topic: str
+
+    @classmethod
+    def from_ext_fields(cls, f: Fields) -> GetTopicStatsInfoRequestHeader:
+        """Parse; raises ``HeaderFieldError``."""
+        return cls(ext_str(f, "topic"))
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings."""
+        return to_ext_fields(topic=self.topic)
+
+
+@dataclass(slots=True, frozen=True)
+class GetConsumeStatsRequestHeader:
+    """GET_CONSUME_STATS (208); no ``topic`` (or a blank one) means every topic."""
+
+    consumer_group: str
+    topic: str | None = None
+
+    @classmethod
+    def from_ext_fields(cls, f: Fields) -> GetConsumeStatsRequestHeader:
+        """Parse; raises ``HeaderFieldError``."""
+        return cls(ext_str(f, "consumerGroup"), ext_opt_str(f, "topic"))
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings."""
+        return to_ext_fields(consumerGroup=self.consumer_group, topic=self.topic)
+
+
+@dataclass(slots=True, frozen=True)
+class GetConsumerConnectionListRequestHeader:
+    """GET_CONSUMER_CONNECTION_LIST (203)."""
+
+    consumer_group: str
+
+    @classmethod
+    def from_ext_fields(cls, f: Fields) -> GetConsumerConnectionListRequestHeader:
+        """Parse; raises ``HeaderFieldError``."""
+        return cls(ext_str(f, "consumerGroup"))
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings."""
+        return to_ext_fields(consumerGroup=self.consumer_group)
+
+
+@dataclass(slots=True, frozen=True)
+class GetProducerConnectionListRequestHeader:
+    """GET_PRODUCER_CONNECTION_LIST (204)."""
+
+    producer_group: str
+
+    @classmethod
+    def from_ext_fields(cls, f: Fields) -> GetProducerConnectionListRequestHeader:
+        """Parse; raises ``HeaderFieldError``."""
+        return cls(ext_str(f, "producerGroup"))
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings."""
+        return to_ext_fields(producerGroup=self.producer_group)
