@@ -20,10 +20,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-## run: the main job (grows with the project: today a name server in the foreground,
-## on port $(NAMESRV_PORT); Ctrl-C stops it)
+## run: the main job: a name server on port $(NAMESRV_PORT) and broker-a on 10911, store
+## under ./data, in the foreground; Ctrl-C stops both cleanly
 run: $(STAMP)
-	$(BIN)/mqnamesrv -p $(NAMESRV_PORT)
+	BIN=$(BIN) NAMESRV_PORT=$(NAMESRV_PORT) deploy/local/run.sh
 
 ## lint: ruff, import contracts, mypy --strict on the core layers
 lint: $(STAMP)
@@ -31,7 +31,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy --strict aiorocketmq/common aiorocketmq/runtime aiorocketmq/remoting \
-		aiorocketmq/store aiorocketmq/namesrv aiorocketmq/broker aiorocketmq/cli/namesrv.py
+		aiorocketmq/store aiorocketmq/namesrv aiorocketmq/broker aiorocketmq/cli/namesrv.py \
+		aiorocketmq/cli/broker.py
 
 ## interop-deps: ali-ons for tests/interop when npm exists (CI has Node); idempotent
 interop-deps:

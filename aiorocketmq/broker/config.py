@@ -325,5 +325,7 @@ def _fix_up(
         broker = broker.model_copy(update={"broker_id": 0})
     if "haListenPort" not in properties and "ha_listen_port" not in properties:
         # Java forces listenPort + 1 even when the file sets it; we honour an explicit value.
-        store = store.model_copy(update={"ha_listen_port": remoting.listen_port + 1})
+        # listenPort=0 (a free port, tests and launchers) gets a free HA port too.
+        ha_port = remoting.listen_port + 1 if remoting.listen_port else 0
+        store = store.model_copy(update={"ha_listen_port": ha_port})
     return BrokerSettings(broker, store, remoting)

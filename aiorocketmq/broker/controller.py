@@ -1,0 +1,244 @@
+"""BrokerController: builds a broker's parts, wires them and orders their lifecycle.
+
+Owns: the one place where the store, the config managers, the client registries,
+the long-polling service, the processors, the remoting server and the name-server
+registrar are created and connected, and the order they load, start and stop in
+(``BrokerController.initialize/start/shutdown`` in RocketMQ 4.9.8):
+
+* start: load topics.json, consumerOffset.json, subscriptionGroup.json, the store;
+  start the store; bind the server (listenPort 0 picks a free port); start the hold
+  service, the client housekeeping scan (every 10 s, channels silent 120 s are
+  closed), the offset flush (every flushConsumerOffsetInterval); register with
+  every name server, then every 30 s and on topic changes;
+* shutdown (idempotent): unregister from the name servers, close the server,
+  release held pulls, stop the store (flush, checkpoint, clean marker), then
+  persist offsets, topics and subscription groups.
+
+Must not: hold request logic (processors do), or block the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any, Final
+
+from aiorocketmq.broker.client_registry import ConsumerManager, ProducerManager
+from aiorocketmq.broker.config import BrokerSettings
+from aiorocketmq.broker.config_manager import (
+    CONSUMER_OFFSET_FILE,
+    SUBSCRIPTION_GROUP_FILE,
+    TOPICS_FILE,
+    config_file_path,
+)
+from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.long_polling import PullRequestHoldService
+from aiorocketmq.broker.offsets import ConsumerOffsetFlushService, ConsumerOffsetManager
+from aiorocketmq.broker.outer_api import BrokerIdentity, BrokerOuterAPI
+from aiorocketmq.broker.processors.client_manage import (
+    ClientManageProcessor,
+    ConsumerIdsChangedNotifier,
+)
+from aiorocketmq.broker.processors.consumer_manage import ConsumerManageProcessor
+from aiorocketmq.broker.processors.pull import PullProcessor
+from aiorocketmq.broker.processors.send import SendProcessor
+from aiorocketmq.broker.registration import BrokerRegistrar
+from aiorocketmq.broker.subscription_group import SubscriptionGroupManager
+from aiorocketmq.broker.topic_config import TopicConfigManager
+from aiorocketmq.common.clock import Clock, SystemClock
+from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection
+from aiorocketmq.remoting.server import RemotingServer
+from aiorocketmq.runtime.executor import BlockingExecutor
+from aiorocketmq.runtime.lifecycle import Service
+from aiorocketmq.store.message_store import MessageStore
+
+__all__ = ["BrokerController"]
+
+log = logging.getLogger(__name__)
+
+#: ClientHousekeepingService: scan every 10 s (first after 10 s).
+CLIENT_SCAN_INTERVAL_MS: Final = 10_000
+#: Whom a broker with no brokerIP1 advertises (the CLI resolves a real address).
+DEFAULT_BROKER_IP: Final = "127.0.0.1"
+
+
+class BrokerController(Service):
+    """One broker process's parts.
+
+    Args:
+        settings: Everything the properties file configured; ``brokerIP1`` should
+            already be resolved (the CLI does it), otherwise 127.0.0.1 is advertised.
+        clock: Time source (tests may pass a manual clock).
+        total_physical_memory: Override of the host's RAM for the store's
+            in-memory threshold (tests).
+
+    Attributes:
+        ctx: What the processors share (valid after construction; the store
+            host is final once started).
+        store, server, registrar, hold: the main parts, for tools and tests.
+        fatal: Set when a background part died; the CLI then shuts down.
+    """
+
+    def __init__(
+        self,
+        settings: BrokerSettings,
+        *,
+        clock: Clock | None = None,
+        total_physical_memory: int | None = None,
+    ) -> None:
+        super().__init__("broker")
+        self.settings = settings
+        self.clock: Clock = clock or SystemClock()
+        self.fatal = asyncio.Event()
+        self._executor = BlockingExecutor("broker-config", max_workers=1)
+        store_kwargs: dict[str, Any] = {"clock": self.clock}
+        if total_physical_memory is not None:
+            store_kwargs["total_physical_memory"] = total_physical_memory
+        self.store = MessageStore(settings.store, **store_kwargs)
+        self.ctx = self._build_context(settings.store.root_dir)
+        self.table = ProcessorTable()
+        self.server = RemotingServer(self.table, settings.remoting, name="broker")
+        self.pull = PullProcessor(self.ctx)
+        self.hold = PullRequestHoldService(
+            clock=self.clock,
+            max_offset=self.store.get_max_offset_in_queue,
+            rerun=self.pull.rerun,
+            long_polling_enable=settings.broker.long_polling_enable,
+            short_polling_ms=settings.broker.short_polling_time_mills,
+        )
+        self.ctx.hold = self.hold
+        self.notifier = ConsumerIdsChangedNotifier(
+            self.server, enabled=settings.broker.notify_consumer_ids_changed_enable
+        )
+        self.offset_flush = ConsumerOffsetFlushService(
+            self.ctx.offsets, settings.broker.flush_consumer_offset_interval
+        )
+        self.registrar = BrokerRegistrar(
+            settings.broker, self.ctx.topics, self.identity, BrokerOuterAPI(settings.client)
+        )
+        self._wire()
+
+    def _build_context(self, root: Path) -> BrokerContext:
+        cfg = self.settings.broker
+        return BrokerContext(
+            config=cfg,
+            store_config=self.settings.store,
+            store=self.store,
+            topics=TopicConfigManager(
+                config_file_path(root, TOPICS_FILE), self._executor, cfg, self.clock
+            ),
+            groups=SubscriptionGroupManager(
+                config_file_path(root, SUBSCRIPTION_GROUP_FILE), self._executor, cfg, self.clock
+            ),
+            offsets=ConsumerOffsetManager(
+                config_file_path(root, CONSUMER_OFFSET_FILE), self._executor
+            ),
+            producers=ProducerManager(self.clock),
+            consumers=ConsumerManager(self.clock),
+            hold=None,
+            store_host=(cfg.broker_ip1 or DEFAULT_BROKER_IP, self.settings.remoting.listen_port),
+            clock=self.clock,
+        )
+
+    def _wire(self) -> None:
+        self.pull.register(self.table)
+        SendProcessor(self.ctx).register(self.table)
+        ConsumerManageProcessor(self.ctx).register(self.table)
+        ClientManageProcessor(self.ctx).register(self.table)
+        self.ctx.consumers.set_listener(self.notifier)
+        self.store.add_arrival_listener(self.hold.on_arrival)
+        self.server.add_connection_listener(on_close=self._on_connection_closed)
+
+    # -- identity ----------------------------------------------------------------------
+
+    @property
+    def address(self) -> str:
+        """``brokerIP1:port``: what clients and name servers are told (once bound)."""
+        host, port = self.ctx.store_host
+        return f"{host}:{port}"
+
+    @property
+    def listen_address(self) -> str:
+        """The bound ``host:port`` of the server."""
+        return self.server.address
+
+    def identity(self) -> BrokerIdentity:
+        """Cluster, name, id and addresses, as registered with name servers."""
+        cfg = self.settings.broker
+        ha_host = cfg.broker_ip2 or self.ctx.store_host[0]
+        return BrokerIdentity(
+            cluster_name=cfg.broker_cluster_name,
+            broker_name=cfg.broker_name,
+            broker_id=cfg.broker_id,
+            broker_addr=self.address,
+            ha_server_addr=f"{ha_host}:{self.settings.store.ha_listen_port}",
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def on_start(self) -> None:
+        """Load, start the store, bind, start the services, register.
+
+        A failure (port taken, store locked by another broker...) stops whatever
+        already started, so the store is closed cleanly, then re-raises.
+        """
+        try:
+            await self._start_parts()
+        except BaseException:
+            await self.on_shutdown()
+            raise
+        log.info(
+            "broker started name=%s id=%d address=%s role=%s namesrv=%s",
+            self.settings.broker.broker_name,
+            self.settings.broker.broker_id,
+            self.address,
+            self.settings.store.broker_role.value,
+            self.settings.broker.namesrv_addr or "-",
+        )
+
+    async def _start_parts(self) -> None:
+        for manager in (self.ctx.topics, self.ctx.offsets, self.ctx.groups):
+            await manager.load()
+        await self.store.load()
+        await self.store.start()
+        await self.server.start()
+        self.ctx.store_host = (self.ctx.store_host[0], self.server.port)
+        await self.hold.start()
+        await self.offset_flush.start()
+        self.periodic(
+            CLIENT_SCAN_INTERVAL_MS / 1000, self.scan_not_active_channels, name="client-scan"
+        )
+        await self.registrar.start()
+
+    async def on_shutdown(self) -> None:
+        """Unregister, stop serving, stop the store, persist the tables."""
+        await self.registrar.shutdown()
+        await self.server.shutdown()
+        await self.hold.shutdown()
+        await self.notifier.wait_sent()
+        await self.store.shutdown()
+        await self.offset_flush.shutdown()
+        for manager in (self.ctx.topics, self.ctx.groups):
+            await manager.flush()
+        await self._executor.shutdown()
+        log.info(
+            "broker stopped name=%s address=%s", self.settings.broker.broker_name, self.address
+        )
+
+    def on_task_failed(self, task: asyncio.Task[Any], exc: BaseException) -> None:
+        """A background task died: record it and ask the process to stop."""
+        super().on_task_failed(task, exc)
+        self.fatal.set()
+
+    # -- housekeeping ------------------------------------------------------------------
+
+    def scan_not_active_channels(self) -> int:
+        """ClientHousekeepingService: close producer and consumer channels silent for
+        120 s; how many were dropped."""
+        dropped = self.ctx.producers.scan_not_active() + self.ctx.consumers.scan_not_active()
+        return len(dropped)
+
+    def _on_connection_closed(self, conn: RemotingConnection) -> None:
+        self.ctx.producers.on_channel_closed(conn)
+        self.ctx.consumers.on_channel_closed(conn)

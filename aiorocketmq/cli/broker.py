@@ -1,0 +1,166 @@
+"""``mqbroker``: run one broker in the foreground.
+
+Usage::
+
+    mqbroker [-c broker.properties] [-n "ns1:9876;ns2:9876"] [-p | -m]
+             [--log-level L] [--log-json]
+
+Owns: RocketMQ's ``BrokerStartup`` command line (``-c`` file, ``-n`` name servers,
+``-p`` print every setting and exit, ``-m`` the important ones), the environment
+(``NAMESRV_ADDR`` when neither file nor flag names name servers, ``ROCKETMQ_HOME``,
+``~`` in store paths), resolving ``brokerIP1`` when unset, logging, uvloop, and the
+one machine-readable ready line on stdout once the broker serves::
+
+    mqbroker ready address=127.0.0.1:10911 name=broker-a id=0 pid=4242
+
+``listenPort=0`` picks a free port (the ready line says which). SIGTERM or SIGINT
+stops it cleanly (unregister, flush, checkpoint, persist) with exit code 0; a bad
+setting exits 2, a failed start (port taken, store locked) 1.
+
+Must not: hold broker logic (``aiorocketmq.broker``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import logging
+import os
+import socket
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aiorocketmq.broker.config import BrokerSettings, load_broker_settings, render_settings
+from aiorocketmq.broker.controller import BrokerController
+from aiorocketmq.common.properties_file import parse_properties
+from aiorocketmq.common.settings import ConfigError
+from aiorocketmq.runtime import run, setup_logging
+
+__all__ = ["build_parser", "load_settings", "local_address", "main"]
+
+log = logging.getLogger("aiorocketmq.cli.broker")
+
+EXIT_BAD_CONFIG = 2
+EXIT_START_FAILED = 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``mqbroker`` (RocketMQ's short flags)."""
+    parser = argparse.ArgumentParser(
+        prog="mqbroker", description="Run an aiorocketmq broker (RocketMQ 4.x protocol)."
+    )
+    parser.add_argument("-c", "--configFile", dest="config", metavar="FILE", help="broker.conf")
+    parser.add_argument(
+        "-n", "--namesrvAddr", dest="namesrv", metavar="ADDRS", help="name servers, ';'-separated"
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "-p", "--printConfigItem", dest="print_all", action="store_true", help="print all settings"
+    )
+    group.add_argument(
+        "-m",
+        "--printImportantConfig",
+        dest="print_important",
+        action="store_true",
+        help="print the important settings",
+    )
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING... (INFO)")
+    parser.add_argument("--log-json", action="store_true", help="log JSON lines")
+    return parser
+
+
+def local_address() -> str:
+    """The host's primary IPv4 address (``RemotingUtil.getLocalAddress``).
+
+    A UDP ``connect`` sends nothing; it only asks the kernel which interface would
+    route outwards. Falls back to the host name's address, then 127.0.0.1.
+    """
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("10.255.255.255", 1))
+            addr = str(probe.getsockname()[0])
+            if addr and not addr.startswith("0."):
+                return addr
+    except OSError:
+        pass
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+def load_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> BrokerSettings:
+    """Settings from the file, then ``-n``, then the environment.
+
+    Raises:
+        ConfigError: The file is unreadable or a value is bad.
+    """
+    properties: dict[str, str] = {}
+    if args.config:
+        try:
+            properties = parse_properties(Path(args.config).read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ConfigError(f"cannot read {args.config}: {exc}") from None
+    overrides: dict[str, Any] = {}
+    if args.namesrv:
+        overrides["namesrv_addr"] = args.namesrv
+    elif "namesrvAddr" not in properties and environ.get("NAMESRV_ADDR"):
+        overrides["namesrv_addr"] = environ["NAMESRV_ADDR"]
+    if not properties.get("rocketmqHome") and environ.get("ROCKETMQ_HOME"):
+        overrides["rocketmq_home"] = environ["ROCKETMQ_HOME"]
+    settings = load_broker_settings(properties, overrides)
+    broker_updates: dict[str, Any] = {}
+    if not settings.broker.broker_ip1:
+        broker_updates["broker_ip1"] = local_address()
+    # Store paths expand "~" themselves (MessageStoreConfig's path properties).
+    return dataclasses.replace(settings, broker=settings.broker.model_copy(update=broker_updates))
+
+
+async def _serve(shutdown: asyncio.Event, settings: BrokerSettings) -> int:
+    controller = BrokerController(settings)
+    try:
+        await controller.start()
+    except Exception as exc:
+        log.error("broker failed to start: %s", exc)
+        return EXIT_START_FAILED
+    # The one machine-readable line: tests and launchers wait for it.
+    print(
+        f"mqbroker ready address={controller.address} name={settings.broker.broker_name} "
+        f"id={settings.broker.broker_id} pid={os.getpid()}",
+        flush=True,
+    )
+    stop = asyncio.ensure_future(shutdown.wait())
+    fatal = asyncio.ensure_future(controller.fatal.wait())
+    try:
+        await asyncio.wait([stop, fatal], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        fatal.cancel()
+        await controller.shutdown()
+    return 1 if controller.fatal.is_set() else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``mqbroker``; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    setup_logging(args.log_level, json=args.log_json)
+    try:
+        settings = load_settings(args, os.environ)
+    except ConfigError as exc:
+        print(f"mqbroker: {exc}", file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    for key in settings.unknown_keys:
+        log.warning("unknown setting ignored key=%s", key)
+    if args.print_all or args.print_important:
+        sys.stdout.write(render_settings(settings, important_only=args.print_important))
+        return 0
+    if not settings.broker.namesrv_addr_list:
+        log.warning("no name server (namesrvAddr, -n or NAMESRV_ADDR): clients cannot find me")
+    return run(lambda shutdown: _serve(shutdown, settings))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
