@@ -37,7 +37,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from aiorocketmq.common.clock import Clock, SystemClock
-from aiorocketmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC
+from aiorocketmq.common.constants import (
+    LMQ_PREFIX,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    RMQ_SYS_TRANS_OP_HALF_TOPIC,
+)
 from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.message import MessageExt
 from aiorocketmq.common.msg_id import decode_offset_msg_id
@@ -47,6 +51,7 @@ from aiorocketmq.store.checkpoint import StoreCheckpoint, write_checkpoint_block
 from aiorocketmq.store.cleanup import CleanupService
 from aiorocketmq.store.commit_log import AppendStatus, CommitLog
 from aiorocketmq.store.config import FlushDiskType, MessageStoreConfig
+from aiorocketmq.store.consume_queue import ConsumeQueue
 from aiorocketmq.store.consume_queue_flush import FlushConsumeQueueService
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
 from aiorocketmq.store.dispatcher import ArrivalListener, ReputMessageService
@@ -77,6 +82,9 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_DISPATCH_WAIT_S: Final = 5.0
 """How long shutdown lets the reput catch up (RocketMQ: 50 x 100 ms)."""
+
+#: Topics ``cleanUnusedTopic`` never destroys, configured or not.
+_NEVER_CLEANED: Final = frozenset({RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC})
 
 
 class MessageStore(Service):
@@ -513,14 +521,40 @@ class MessageStore(Service):
                 continue
             if last >= min_offset:
                 continue
-            self.cq_table.remove(queue.topic, queue.queue_id)
-            self.commit_log.remove_queue(queue.topic, queue.queue_id)
-            files = queue.queue.files
-            queue.queue.detach(files)
-            await self.executor.run(_destroy_queue_files_blocking, files, queue.queue.directory)
+            await self._destroy_queue(queue)
             log.info("expired consume queue %s-%s destroyed", queue.topic, queue.queue_id)
             removed += 1
         return removed
+
+    async def clean_unused_topic(self, topics: Collection[str]) -> int:
+        """Destroy the queues of every topic not in ``topics`` (``cleanUnusedTopic``).
+
+        DELETE_TOPIC_IN_BROKER passes the topics still configured. As in Java,
+        ``SCHEDULE_TOPIC_XXXX``, ``RMQ_SYS_TRANS_OP_HALF_TOPIC`` and LMQ topics are
+        kept; each queue's files are deleted and its CommitLog queue offset is
+        forgotten, so a topic created again starts at offset 0.
+
+        Returns:
+            How many topics went.
+        """
+        keep = set(topics)
+        removed = 0
+        for topic in self.cq_table.topics():
+            if topic in keep or topic in _NEVER_CLEANED or topic.startswith(LMQ_PREFIX):
+                continue
+            for queue in [q for q in self.cq_table if q.topic == topic]:
+                await self._destroy_queue(queue)
+                log.info("cleanUnusedTopic: %s %s consume queue cleaned", topic, queue.queue_id)
+            log.info("cleanUnusedTopic: %s destroyed", topic)
+            removed += 1
+        return removed
+
+    async def _destroy_queue(self, queue: ConsumeQueue) -> None:
+        self.cq_table.remove(queue.topic, queue.queue_id)
+        self.commit_log.remove_queue(queue.topic, queue.queue_id)
+        files = queue.queue.files
+        queue.queue.detach(files)
+        await self.executor.run(_destroy_queue_files_blocking, files, queue.queue.directory)
 
     def runtime_info(self) -> dict[str, Any]:
         """Counters and offsets for ``GET_BROKER_RUNTIME_INFO`` (``getRuntimeInfo``)."""
