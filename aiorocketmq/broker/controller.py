@@ -43,6 +43,7 @@ from aiorocketmq.broker.processors.client_manage import (
 from aiorocketmq.broker.processors.consumer_manage import ConsumerManageProcessor
 from aiorocketmq.broker.processors.pull import PullProcessor
 from aiorocketmq.broker.processors.send import SendProcessor
+from aiorocketmq.broker.rebalance_lock import RebalanceLockManager, RebalanceLockProcessor
 from aiorocketmq.broker.registration import BrokerRegistrar
 from aiorocketmq.broker.subscription_group import SubscriptionGroupManager
 from aiorocketmq.broker.topic_config import TopicConfigManager
@@ -114,6 +115,7 @@ class BrokerController(Service):
         self.offset_flush = ConsumerOffsetFlushService(
             self.ctx.offsets, settings.broker.flush_consumer_offset_interval
         )
+        self.locks = RebalanceLockManager(self.clock)
         self.registrar = BrokerRegistrar(
             settings.broker, self.ctx.topics, self.identity, BrokerOuterAPI(settings.client)
         )
@@ -146,6 +148,7 @@ class BrokerController(Service):
         SendProcessor(self.ctx).register(self.table)
         ConsumerManageProcessor(self.ctx).register(self.table)
         ClientManageProcessor(self.ctx).register(self.table)
+        RebalanceLockProcessor(self.locks).register(self.table)
         self.ctx.consumers.set_listener(self.notifier)
         self.store.add_arrival_listener(self.hold.on_arrival)
         self.server.add_connection_listener(on_close=self._on_connection_closed)
