@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from aiorocketmq.client.errors import MQBrokerError, from_remoting
+from aiorocketmq.client.errors import MQBrokerError, MQRemotingError, from_remoting
 from aiorocketmq.client.results import (
     PULL_STATUS_BY_CODE,
     SEND_STATUS_BY_CODE,
@@ -135,10 +135,24 @@ class MQClientAPI:
 
     Args:
         remoting: the client every request goes through.
+        on_transport_error: called with the address and error of every request that
+            failed at the transport level (the client instance refreshes routes at
+            once, so a dead master is not retried until the next 30 s refresh).
     """
 
-    def __init__(self, remoting: RemotingClient) -> None:
+    def __init__(
+        self,
+        remoting: RemotingClient,
+        on_transport_error: Callable[[str, MQRemotingError], None] | None = None,
+    ) -> None:
         self.remoting = remoting
+        self.on_transport_error = on_transport_error
+
+    def _transport_error(self, address: str, exc: RemotingError) -> MQRemotingError:
+        mapped = from_remoting(exc)
+        if self.on_transport_error is not None:
+            self.on_transport_error(address, mapped)
+        return mapped
 
     async def invoke(
         self, address: str, code: int, fields: dict[str, str], body: Body, timeout_ms: int
@@ -148,7 +162,7 @@ class MQClientAPI:
         try:
             return await self.remoting.invoke(address, request, timeout_ms)
         except RemotingError as exc:
-            raise from_remoting(exc) from exc
+            raise self._transport_error(address, exc) from exc
 
     async def invoke_oneway(
         self, address: str, code: int, fields: dict[str, str], body: Body, timeout_ms: int
@@ -158,7 +172,7 @@ class MQClientAPI:
         try:
             await self.remoting.invoke_oneway(address, request, timeout_ms)
         except RemotingError as exc:
-            raise from_remoting(exc) from exc
+            raise self._transport_error(address, exc) from exc
 
     async def _ok(
         self, address: str, code: int, fields: dict[str, str], body: Body, timeout_ms: int

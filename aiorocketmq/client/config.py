@@ -1,0 +1,78 @@
+"""Settings shared by every producer and consumer of a client instance.
+
+Owns: ``ClientConfig`` (Java's ``ClientConfig`` keys in snake_case, with the
+camelCase key as alias), building the client id (``ip@instanceName``), and finding
+this host's IP the way Java's ``RemotingUtil.getLocalAddress`` prefers: a
+non-loopback IPv4 address, else loopback.
+
+Must not: read the environment (``namesrvAddr`` comes from the caller).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from aiorocketmq.common.msg_id import build_client_id
+from aiorocketmq.remoting.config import RemotingClientConfig
+
+__all__ = ["ClientConfig", "local_ip"]
+
+
+def local_ip() -> str:
+    """This host's outward IPv4 address, or ``127.0.0.1`` when it has none.
+
+    A UDP ``connect`` sends nothing; it only asks the kernel which source address
+    it would route from.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: never answered, never sent to
+            address = str(probe.getsockname()[0])
+        except OSError:
+            return "127.0.0.1"
+    return address if address and not address.startswith("0.") else "127.0.0.1"
+
+
+class ClientConfig(BaseModel):
+    """A client instance's settings (Java ``ClientConfig``; intervals in ms)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid"
+    )
+
+    namesrv_addr: str = Field(description="Name servers, ``host:port;host:port``.")
+    client_ip: str = Field(default_factory=local_ip, description="IP used in the client id.")
+    instance_name: str = Field(
+        "DEFAULT", description="Second half of the client id; DEFAULT becomes the pid."
+    )
+    unit_name: str | None = Field(None, description="Appended to the client id when set.")
+    poll_name_server_interval: int = Field(
+        30_000, ge=1, description="Route refresh period (ms) of every used topic."
+    )
+    heartbeat_broker_interval: int = Field(
+        30_000, ge=1, description="Heartbeat period (ms) to every broker."
+    )
+    persist_consumer_offset_interval: int = Field(
+        5_000, ge=1, description="Consumer offset persistence period (ms)."
+    )
+    mq_client_api_timeout: int = Field(
+        3_000, ge=1, description="Timeout (ms) of name-server and broker admin requests."
+    )
+    remoting: RemotingClientConfig = Field(
+        default_factory=RemotingClientConfig,
+        description="aiorocketmq: the remoting client (connect timeout, header serialization).",
+    )
+
+    def client_id(self) -> str:
+        """``ip@instanceName[@unitName]``, with DEFAULT replaced by the process id."""
+        return build_client_id(
+            self.client_ip, self.instance_name, os.getpid(), unit_name=self.unit_name
+        )
+
+    def instance_key(self) -> tuple[str, str]:
+        """What client instances are shared by: (name-server list, client id)."""
+        return (self.namesrv_addr, self.client_id())
