@@ -36,6 +36,7 @@ from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.long_polling import PullRequestHoldService
 from aiorocketmq.broker.offsets import ConsumerOffsetFlushService, ConsumerOffsetManager
 from aiorocketmq.broker.outer_api import BrokerIdentity, BrokerOuterAPI
+from aiorocketmq.broker.processors.admin import AdminProcessor
 from aiorocketmq.broker.processors.client_manage import (
     ClientManageProcessor,
     ConsumerIdsChangedNotifier,
@@ -149,6 +150,7 @@ class BrokerController(Service):
         ConsumerManageProcessor(self.ctx).register(self.table)
         ClientManageProcessor(self.ctx).register(self.table)
         RebalanceLockProcessor(self.locks).register(self.table)
+        AdminProcessor(self.ctx).register(self.table)
         self.ctx.consumers.set_listener(self.notifier)
         self.store.add_arrival_listener(self.hold.on_arrival)
         self.server.add_connection_listener(on_close=self._on_connection_closed)

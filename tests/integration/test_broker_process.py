@@ -16,6 +16,7 @@ import pytest
 from aiorocketmq.common import fastjson
 from aiorocketmq.common.message_codec import decode_pull_body
 from aiorocketmq.common.route import ClusterInfo
+from aiorocketmq.remoting.broker_admin_headers import CreateTopicRequestHeader
 from aiorocketmq.remoting.broker_headers import PullMessageResponseHeader, SendMessageResponseHeader
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
@@ -182,3 +183,24 @@ def broker_properties_store(config: Path) -> str:
         if line.startswith("storePathRootDir="):
             return line.split("=", 1)[1]
     raise AssertionError(f"no storePathRootDir in {config}")
+
+
+async def test_created_topic_reaches_the_name_server_at_once(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    # The periodic registration is 30 s away; the topic change triggers one now.
+    _ns, namesrv = await start_namesrv(start_process, tmp_path)
+    broker = await start_broker(start_process, tmp_path, namesrv)
+    header = CreateTopicRequestHeader("Created", "TBW102", 3, 5, 6, "SINGLE_TAG")
+    client = RemotingClient()
+    try:
+        request = RemotingCommand.request(
+            RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields()
+        )
+        reply = await client.invoke(broker.addr, request, 5000)
+        assert reply.code == ResponseCode.SUCCESS, reply.remark
+    finally:
+        await client.close()
+    route = await wait_route(namesrv, "Created", timeout=10)
+    (queues,) = route.queue_datas
+    assert (queues.read_queue_nums, queues.write_queue_nums, queues.perm) == (3, 5, 6)
