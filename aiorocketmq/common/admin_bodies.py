@@ -25,6 +25,7 @@ Quirks kept (fastjson 1.2.69, ``RemotingSerializable.encode``):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Mapping
@@ -68,6 +69,15 @@ _SCALARS: Final = json.JSONDecoder()
 _NUMBER: Final = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?")
 _LITERALS: Final = (("true", True), ("false", False), ("null", None))
 
+# A flat object used as a map key, right after "{" or "," (fastjson's MessageQueue
+# keys). String literals match first, so text inside a string is never touched.
+_FLAT_OBJECT_KEY: Final = re.compile(
+    r'"(?:[^"\\]|\\.)*"|([{,]\s*)(\{(?:[^{}"\[\]]|"(?:[^"\\]|\\.)*")*\})(\s*:)', re.DOTALL
+)
+_quote: Final = json.encoder.encode_basestring
+#: Prefix of a key object turned into a string for the C parser.
+_KEY_MARK: Final = "\x00aiorocketmq-object-key:"
+
 
 # -- fastjson's object-keyed maps -------------------------------------------------------
 
@@ -75,8 +85,10 @@ _LITERALS: Final = (("true", True), ("false", False), ("null", None))
 def loads_object_keys(data: Body) -> Any:
     """Parse fastjson text whose maps may have object keys (and bare integer keys).
 
-    Standard JSON (and fastjson's bare integer keys) goes through the C parser; only
-    text with object keys takes the slower reader here.
+    Standard JSON (and fastjson's bare integer keys) goes through the C parser, and
+    so does text whose object keys are flat (each key object turned into a marked
+    string first); anything else (nested key objects, object and bare integer
+    keys mixed) takes the slower reader here, which gives the same values.
 
     Returns:
         Decoded values; a map keyed by objects comes back as a dict keyed by
@@ -86,20 +98,62 @@ def loads_object_keys(data: Body) -> Any:
     Raises:
         RemoteProtocolError: not UTF-8, or not (tolerant) JSON, or nested too deeply.
     """
+    if isinstance(data, str):
+        text = data
+    else:
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RemoteProtocolError(f"JSON body is not UTF-8: {exc}") from None
     try:
-        return fj.loads(data)
-    except RemoteProtocolError:
-        if not isinstance(data, str):
-            try:
-                data = bytes(data).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise RemoteProtocolError(f"JSON body is not UTF-8: {exc}") from None
-    parser = _ObjectKeyParser(data)
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    except RecursionError:
+        raise RemoteProtocolError("JSON nested too deeply") from None
+    fast = _loads_flat_object_keys(text)
+    if fast is not None:
+        return fast
+    with contextlib.suppress(RemoteProtocolError):
+        return fj.loads(text)  # fastjson's bare integer keys
+    parser = _ObjectKeyParser(text)
     value = parser.value(0)
     parser.skip_ws()
-    if parser.pos != len(data):
+    if parser.pos != len(text):
         raise RemoteProtocolError(f"not JSON: trailing data at {parser.pos}")
     return value
+
+
+def _quote_object_key(match: re.Match[str]) -> str:
+    if match.group(2) is None:
+        return match.group(0)
+    return match.group(1) + json.dumps(_KEY_MARK + match.group(2)) + match.group(3)
+
+
+def _object_pairs(pairs: list[tuple[str, Any]]) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    for key, value in pairs:
+        if key.startswith(_KEY_MARK):
+            obj = json.loads(key[len(_KEY_MARK) :])
+            if not isinstance(obj, dict):
+                raise ValueError("object key is not an object")
+            items = tuple(sorted(obj.items()))
+            hash(items)  # TypeError for a non-scalar value: the caller falls back
+            out[items] = value
+        else:
+            out[key] = value
+    return out
+
+
+def _loads_flat_object_keys(text: str) -> Any | None:
+    """The C parser over ``text`` with flat key objects quoted; None if that fails."""
+    quoted = _FLAT_OBJECT_KEY.sub(_quote_object_key, text)
+    if quoted == text:
+        return None
+    try:
+        return json.loads(quoted, object_pairs_hook=_object_pairs)
+    except (ValueError, TypeError, RecursionError):
+        return None  # the slow reader decides, with its own error
 
 
 class _ObjectKeyParser:
@@ -211,8 +265,12 @@ class _ObjectKeyParser:
 
 
 def _mq_key_json(mq: MessageQueue) -> str:
-    # fastjson's bean order: brokerName, queueId, topic.
-    return fj.dumps({"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic})
+    # fastjson's bean order: brokerName, queueId, topic (built by hand: this runs
+    # once per queue of a stats reply).
+    return (
+        f'{{"brokerName":{_quote(mq.broker_name)},"queueId":{int(mq.queue_id)},'
+        f'"topic":{_quote(mq.topic)}}}'
+    )
 
 
 def dumps_mq_map(table: Mapping[MessageQueue, Mapping[str, Any]]) -> str:

@@ -16,6 +16,7 @@ from aiorocketmq.common.admin_bodies import (
     SubscriptionGroupWrapper,
     TopicOffset,
     TopicStatsTable,
+    _ObjectKeyParser,
     dumps_mq_map,
     loads_object_keys,
 )
@@ -169,3 +170,42 @@ def test_subscription_group_wrapper_java_text_and_round_trip() -> None:
     }
     assert wrapper.encode() == java
     assert SubscriptionGroupWrapper.decode(b"{}") == SubscriptionGroupWrapper()
+
+
+@given(st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_random_bytes_decode_or_raise_protocol_error(data: bytes) -> None:
+    for decoder in (
+        TopicStatsTable.decode,
+        ConsumeStats.decode,
+        ConsumerOffsetSerializeWrapper.decode,
+        DelayOffsetSerializeWrapper.decode,
+        SubscriptionGroupWrapper.decode,
+    ):
+        try:
+            decoder(data)
+        except RemoteProtocolError:
+            pass
+
+
+@given(st.dictionaries(QUEUES, st.builds(TopicOffset, LONGS, LONGS, LONGS), max_size=4))
+def test_object_key_text_with_whitespace_reads_the_same(
+    table: dict[MessageQueue, TopicOffset],
+) -> None:
+    # fastjson's PrettyFormat puts tabs and newlines between tokens
+    text = TopicStatsTable(table).encode().decode()
+    spaced = text.replace(",", ",\n\t").replace(":", " : ").replace("{", "{ ")
+    assert TopicStatsTable.decode(spaced).offset_table == table
+
+
+@given(
+    st.dictionaries(QUEUES, st.builds(OffsetWrapper, LONGS, LONGS, LONGS), max_size=6),
+    st.sampled_from(["", " ", "\n\t"]),
+)
+def test_fast_and_slow_object_key_readers_agree(
+    table: dict[MessageQueue, OffsetWrapper], ws: str
+) -> None:
+    # Flat key objects go through the C parser (keys quoted first); the
+    # recursive reader is the reference for the same text.
+    text = ConsumeStats(table, 0.5).encode().decode().replace(":", ws + ":" + ws)
+    slow = _ObjectKeyParser(text)
+    assert loads_object_keys(text) == slow.value(0)
