@@ -1,0 +1,212 @@
+"""Drive the stock C++ client (PyPI ``rocketmq`` 0.4.4) against a real name server.
+
+Owns: three argv-driven roles, each run in its own process (the C++ client blocks
+in native code, starts its own threads and writes logs under
+``$HOME/logs/rocketmq-cpp``, capped here to two 8 MiB files at WARN):
+
+- ``produce NAMESRV TOPIC MODE N [--prefix P] [--shards S] [--body-size B]``:
+  sends N messages, MODE ``sync``, ``oneway`` or ``orderly`` (``send_orderly``
+  with the sharding key as the selector argument, so shard ``s`` goes to queue
+  ``s % queues``). Message ``i`` has key ``P%06d``, tag ``TAGS[i % 3]``, shard
+  ``i % S`` and sequence ``i // S`` within its shard; its body starts with
+  ``key|tag|shard|seq|``. Prints ``PRODUCED mode=.. count=.. errors=.. seconds=..``.
+- ``push NAMESRV TOPIC GROUP EXPRESSION EXPECTED TIMEOUT_S OUT``: a stock
+  PushConsumer subscribed with EXPRESSION; writes ``key tag queue offset`` per
+  message to OUT; once it has seen EXPECTED distinct keys it lingers
+  ``--linger-s`` (so late duplicates or foreign messages still show up), then
+  prints ``CONSUMED count=.. distinct=.. seconds=..`` and shuts down. Exits 0
+  either way; the caller judges the file.
+- ``pull NAMESRV TOPIC GROUP EXPRESSION OUT``: a stock PullConsumer reading every
+  queue from offset 0 until NO_NEW_MSG (``PullConsumer.pull`` iterates queues);
+  writes ``queue offset key tag body-prefix`` lines in pull order to OUT and
+  prints ``PULLED count=.. seconds=..``.
+
+Must not: judge results (the tests do), or run in the test process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from rocketmq.client import (  # type: ignore[import-untyped]  # no stubs
+    Message,
+    Producer,
+    PullConsumer,
+    PushConsumer,
+)
+from rocketmq.ffi import _CLogLevel, dll  # type: ignore[import-untyped]
+
+TAGS = ("TagA", "TagB", "TagC")
+LOG_FILES = 2
+LOG_FILE_BYTES = 8 * 1024 * 1024
+
+
+def message_fields(i: int, prefix: str, shards: int) -> tuple[str, str, int, int]:
+    """Key, tag, shard and in-shard sequence of message ``i`` (the tests mirror this)."""
+    return f"{prefix}{i:06d}", TAGS[i % 3], i % shards, i // shards
+
+
+def _cap_logs(setter_files: Callable[..., Any], setter_level: Callable[..., Any], h: Any) -> None:
+    setter_files(h, LOG_FILES, LOG_FILE_BYTES)
+    setter_level(h, _CLogLevel.WARN)
+
+
+def _text(value: bytes | str | None) -> str:
+    if value is None:
+        return ""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def produce(args: argparse.Namespace) -> int:
+    producer = Producer(f"PID_{args.topic}_{args.mode}", timeout=10_000)
+    _cap_logs(dll.SetProducerLogFileNumAndSize, dll.SetProducerLogLevel, producer._handle)
+    producer.set_namesrv_addr(args.namesrv)
+    producer.start()
+    errors = 0
+    started = time.monotonic()
+    try:
+        for i in range(args.n):
+            key, tag, shard, seq = message_fields(i, args.prefix, args.shards)
+            msg = Message(args.topic)
+            msg.set_keys(key)
+            msg.set_tags(tag)
+            head = f"{key}|{tag}|{shard}|{seq}|"
+            msg.set_body(head + "x" * max(0, args.body_size - len(head)))
+            try:
+                if args.mode == "sync":
+                    producer.send_sync(msg)
+                elif args.mode == "oneway":
+                    producer.send_oneway(msg)
+                else:
+                    producer.send_orderly(msg, shard)
+            except Exception as exc:  # count and report; the caller sees errors=
+                errors += 1
+                print(f"SEND_ERROR key={key} error={exc!r}", file=sys.stderr, flush=True)
+    finally:
+        seconds = time.monotonic() - started
+        producer.shutdown()
+    print(
+        f"PRODUCED mode={args.mode} count={args.n} errors={errors} seconds={seconds:.3f}",
+        flush=True,
+    )
+    return 0
+
+
+class _Recorder:
+    """Callback state of the push consumer: lines to a file, distinct keys seen."""
+
+    def __init__(self, out: TextIO, expected: int) -> None:
+        self.out = out
+        self.expected = expected
+        self.lock = threading.Lock()
+        self.keys: set[str] = set()
+        self.count = 0
+        self.first = 0.0
+        self.last = 0.0
+        self.done = threading.Event()
+
+    def __call__(self, msg: Any) -> None:
+        line = f"{_text(msg.keys)} {_text(msg.tags)} {msg.queue_id} {msg.queue_offset}\n"
+        with self.lock:
+            now = time.monotonic()
+            if not self.count:
+                self.first = now
+            self.last = now
+            self.count += 1
+            self.keys.add(_text(msg.keys))
+            self.out.write(line)
+            if len(self.keys) >= self.expected:
+                self.done.set()
+
+
+def push(args: argparse.Namespace) -> int:
+    consumer = PushConsumer(args.group)
+    _cap_logs(dll.SetPushConsumerLogFileNumAndSize, dll.SetPushConsumerLogLevel, consumer._handle)
+    consumer.set_namesrv_addr(args.namesrv)
+    consumer.set_thread_count(args.threads)
+    started = time.monotonic()
+    # Line-buffered: a caller may watch the file grow while the consumer runs.
+    with open(args.out, "w", encoding="utf-8", buffering=1) as out:
+        recorder = _Recorder(out, args.expected)
+        consumer.subscribe(args.topic, recorder, args.expression)
+        consumer.start()
+        print("PUSH_STARTED", flush=True)
+        try:
+            # Not a test sleep: the consumer's own deadline, then a short linger so a
+            # late duplicate or foreign message is still recorded.
+            recorder.done.wait(args.timeout_s)
+            if recorder.done.is_set():
+                threading.Event().wait(args.linger_s)
+        finally:
+            consumer.shutdown()
+            with recorder.lock:
+                out.flush()
+                count, distinct = recorder.count, len(recorder.keys)
+                span = recorder.last - recorder.first
+    print(
+        f"CONSUMED count={count} distinct={distinct} seconds={time.monotonic() - started:.3f} "
+        f"span={span:.3f}",
+        flush=True,
+    )
+    return 0
+
+
+def pull(args: argparse.Namespace) -> int:
+    consumer = PullConsumer(args.group)
+    _cap_logs(dll.SetPullConsumerLogFileNumAndSize, dll.SetPullConsumerLogLevel, consumer._handle)
+    consumer.set_namesrv_addr(args.namesrv)
+    consumer.start()
+    count = 0
+    started = time.monotonic()
+    try:
+        with open(args.out, "w", encoding="utf-8") as out:
+            for msg in consumer.pull(args.topic, args.expression):
+                body = _text(msg.body[:64])
+                out.write(
+                    f"{msg.queue_id} {msg.queue_offset} {_text(msg.keys)} {_text(msg.tags)} "
+                    f"{body.rsplit('|', 1)[0]}\n"
+                )
+                count += 1
+    finally:
+        consumer.shutdown()
+    print(f"PULLED count={count} seconds={time.monotonic() - started:.3f}", flush=True)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    roles = top.add_subparsers(dest="role", required=True)
+    p = roles.add_parser("produce")
+    p.add_argument("namesrv")
+    p.add_argument("topic")
+    p.add_argument("mode", choices=("sync", "oneway", "orderly"))
+    p.add_argument("n", type=int)
+    p.add_argument("--prefix", default="k")
+    p.add_argument("--shards", type=int, default=16)
+    p.add_argument("--body-size", type=int, default=0)
+    c = roles.add_parser("push")
+    for name in ("namesrv", "topic", "group", "expression"):
+        c.add_argument(name)
+    c.add_argument("expected", type=int)
+    c.add_argument("timeout_s", type=float)
+    c.add_argument("out")
+    c.add_argument("--linger-s", type=float, default=1.0)
+    c.add_argument("--threads", type=int, default=2)
+    u = roles.add_parser("pull")
+    for name in ("namesrv", "topic", "group", "expression", "out"):
+        u.add_argument(name)
+    return top
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    return {"produce": produce, "push": push, "pull": pull}[args.role](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,60 @@
+'use strict';
+// Consumes with the stock ali-ons push consumer (clustering, a tag expression) and writes
+// one line `key tag queueId queueOffset` per message to <out>. Once <expected> distinct
+// keys have arrived it lingers <lingerMs> (so late duplicates or foreign messages are
+// still recorded), closes the consumer (committing offsets) and prints
+// `CONSUMED count=<n> distinct=<n> seconds=<s>`; after <timeoutMs> it does the same with
+// whatever it has. Exits 0 either way: the caller judges the file.
+// Usage: node alions_consume.js <nameSrv> <topic> <group> <expression> <expected>
+//        <timeoutMs> <out> [lingerMs]
+const fs = require('fs');
+const { Consumer } = require('ali-ons');
+
+const [nameSrv, topic, group, expression, expectedText, timeoutText, out, lingerText] =
+  process.argv.slice(2);
+const expected = Number(expectedText);
+const lingerMs = Number(lingerText || 1000);
+
+function delay(ms) {
+  return new Promise(resolve => setTimeout(resolve, ms));
+}
+
+async function main() {
+  const consumer = new Consumer({
+    httpclient: {},
+    nameSrv,
+    consumerGroup: group,
+    clientIP: '127.0.0.1', // otherwise `undefined@<pid>` on a loopback-only host
+    parallelConsumeLimit: 16,
+  });
+  const errors = [];
+  consumer.on('error', err => errors.push(err));
+  const lines = [];
+  const keys = new Set();
+  let resolveDone;
+  const done = new Promise(resolve => (resolveDone = resolve));
+  const started = Date.now();
+  consumer.subscribe(topic, expression, async msg => {
+    lines.push(`${msg.keys} ${msg.tags} ${msg.queueId} ${msg.queueOffset}\n`);
+    keys.add(msg.keys);
+    if (keys.size >= expected) resolveDone(true);
+  });
+  await consumer.ready();
+  console.log('PUSH_STARTED');
+  const complete = await Promise.race([done, delay(Number(timeoutText)).then(() => false)]);
+  if (complete) await delay(lingerMs);
+  const count = lines.length;
+  fs.writeFileSync(out, lines.join(''));
+  await consumer.close();
+  for (const err of errors) console.error('consumer error', err.name, err.message);
+  const seconds = (Date.now() - started) / 1000;
+  console.log(`CONSUMED count=${count} distinct=${keys.size} seconds=${seconds.toFixed(3)}`);
+}
+
+main().then(
+  () => process.exit(0),
+  err => {
+    console.error(err);
+    process.exit(1);
+  }
+);

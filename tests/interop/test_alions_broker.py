@@ -1,0 +1,140 @@
+"""ali-ons 3.12.0 (npm) against real ``mqnamesrv`` + ``mqbroker`` processes.
+
+ali-ons sends with SEND_MESSAGE_V2 (one-letter fields, native JSON types),
+heartbeats with enum names, pulls with sysFlag 6/7, and commits offset -1 for a
+queue at offset 0 (PITFALLS.md). Its producer cannot auto-create a topic (a
+TOPIC_NOT_EXIST route reply ends the send before it would try ``TBW102``), so the
+topic is provisioned the way an operator does before starting the broker: in its
+``topics.json``. Clients get ``clientIP`` 127.0.0.1 (ali-ons reads the machine's
+interfaces otherwise).
+
+Checks count messages by key: none missing, none foreign, none twice, across a
+tag-filtered group and a ``*`` group running at the same time, then a restart of
+the filtered group that must see only what was sent after its offsets were
+committed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aiorocketmq.broker.config_manager import TOPICS_FILE, config_file_path
+from aiorocketmq.common.topic_config import TopicConfig, TopicConfigSerializeWrapper
+from tests.interop.stock_support import (
+    CONSUMED,
+    PRODUCED,
+    Received,
+    Sent,
+    StartProcess,
+    expected_messages,
+    finish,
+    key_counts,
+    node_or_fail,
+    read_received,
+    start_node,
+)
+from tests.support.cluster import start_broker, start_namesrv, wait_route
+from tests.support.procs import ManagedProcess
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(90)]
+
+CLIENT_TIMEOUT_S = 45.0
+TOPIC = "TopicAliOns"
+QUEUES = 4
+
+
+def provision_topic(store_root: Path) -> None:
+    """Write ``topics.json`` holding ``TOPIC`` (read-write, ``QUEUES`` queues)."""
+    path = config_file_path(store_root, TOPICS_FILE)
+    path.parent.mkdir(parents=True)
+    table = TopicConfigSerializeWrapper({TOPIC: TopicConfig(TOPIC, QUEUES, QUEUES)})
+    path.write_bytes(table.encode())
+
+
+def assert_exactly_once(records: list[Received], expected: list[Sent]) -> None:
+    """Every expected key once; nothing else; tags as sent."""
+    counts = key_counts(records)
+    want = {m.key: m.tag for m in expected}
+    missing = sorted(set(want) - set(counts))
+    foreign = sorted(set(counts) - set(want))
+    twice = sorted(k for k, n in counts.items() if n > 1)
+    assert not missing, f"{len(missing)} missing, e.g. {missing[:5]}"
+    assert not foreign, f"{len(foreign)} foreign, e.g. {foreign[:5]}"
+    assert not twice, f"{len(twice)} delivered more than once, e.g. {twice[:5]}"
+    assert all(want[r.key] == r.tag for r in records)
+    assert {r.queue_id for r in records} <= set(range(QUEUES))
+
+
+def start_consumer(
+    start_process: StartProcess,
+    tmp_path: Path,
+    namesrv: str,
+    name: str,
+    group: str,
+    expression: str,
+    expected: int,
+) -> tuple[Path, ManagedProcess]:
+    """An ali-ons consumer of ``TOPIC`` in ``group``; its output file and process."""
+    out = tmp_path / f"{name}.txt"
+    proc = start_node(
+        start_process,
+        tmp_path / "node-home",
+        name,
+        "alions_consume.js",
+        [namesrv, TOPIC, group, expression, str(expected), "40000", str(out)],
+        CONSUMED,
+    )
+    return out, proc
+
+
+async def produce(
+    start_process: StartProcess, tmp_path: Path, namesrv: str, sent: list[Sent]
+) -> None:
+    """Send ``sent`` (from ``expected_messages``) with an ali-ons producer; no errors."""
+    prefix = sent[0].key[:-6]
+    proc = start_node(
+        start_process,
+        tmp_path / "node-home",
+        f"alions-produce-{prefix}",
+        "alions_produce.js",
+        [namesrv, TOPIC, str(len(sent)), prefix],
+        PRODUCED,
+    )
+    result = await finish(proc, CLIENT_TIMEOUT_S)
+    assert (result["count"], result["errors"]) == (str(len(sent)), "0"), proc.tail()
+
+
+async def test_alions_produces_and_consumes_with_tag_filter(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    node_or_fail()
+    _ns, namesrv = await start_namesrv(start_process, tmp_path)
+    store_root = tmp_path / "broker-store"
+    provision_topic(store_root)
+    await start_broker(start_process, tmp_path, namesrv, storePathRootDir=str(store_root))
+    await wait_route(namesrv, TOPIC)
+    first = expected_messages(3000, "a")
+    await produce(start_process, tmp_path, namesrv, first)
+    wanted = [m for m in first if m.tag in ("TagA", "TagB")]
+    ab_out, ab = start_consumer(
+        start_process, tmp_path, namesrv, "ab1", "CID_ab", "TagA || TagB", len(wanted)
+    )
+    all_out, every = start_consumer(
+        start_process, tmp_path, namesrv, "all", "CID_all", "*", len(first)
+    )
+    await finish(ab, CLIENT_TIMEOUT_S)
+    await finish(every, CLIENT_TIMEOUT_S)
+    assert_exactly_once(read_received(ab_out), wanted)
+    assert_exactly_once(read_received(all_out), first)
+    # The group committed its offsets when it closed (ali-ons sends -1 for a queue it
+    # holds at 0; the broker ignores that): a restart sees only the new messages.
+    second = expected_messages(600, "b")
+    await produce(start_process, tmp_path, namesrv, second)
+    wanted = [m for m in second if m.tag in ("TagA", "TagB")]
+    ab_out, ab = start_consumer(
+        start_process, tmp_path, namesrv, "ab2", "CID_ab", "TagA || TagB", len(wanted)
+    )
+    await finish(ab, CLIENT_TIMEOUT_S)
+    assert_exactly_once(read_received(ab_out), wanted)

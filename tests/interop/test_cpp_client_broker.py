@@ -1,0 +1,189 @@
+"""The stock C++ client (PyPI ``rocketmq`` 0.4.4) against real ``mqnamesrv`` + ``mqbroker``.
+
+Each test starts a name server and a broker as processes (free ports, store in
+``tmp_path``, stopped by SIGTERM with a clean exit checked) and runs the client's
+roles from ``tests/interop/cpp_client.py``, each in its own process: producers
+(sync, oneway, orderly by a sharding key), a PushConsumer with a tag expression
+and a PullConsumer reading every queue from offset 0. Every check counts messages
+by key: none missing, none foreign, none twice.
+
+10,000 messages are sent in all (4,000 sync + 3,000 oneway here, 3,000 orderly),
+and over 15,000 are received and checked (push and pull).
+
+The topics are auto-created on the first send through ``TBW102`` (4 queues, the
+client's ``defaultTopicQueueNums``), the consumer groups are new: the push
+consumer sees anything only because QUERY_CONSUMER_OFFSET answers 0 for a new
+group on a queue that never lost messages (PITFALLS.md).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tests.interop.stock_support import (
+    CONSUMED,
+    PRODUCED,
+    PULLED,
+    Received,
+    Sent,
+    StartProcess,
+    cpp_log_bytes,
+    expected_messages,
+    finish,
+    key_counts,
+    read_pulled,
+    read_received,
+    start_cpp,
+)
+from tests.support.cluster import start_broker, start_namesrv
+from tests.support.wait import wait_until
+
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.timeout(90),
+    pytest.mark.skipif(
+        importlib.util.find_spec("rocketmq") is None, reason="PyPI rocketmq (x86_64 Linux only)"
+    ),
+]
+
+CLIENT_TIMEOUT_S = 50.0
+QUEUES = 4  # the C++ producer's defaultTopicQueueNums, below TBW102's 8
+SHARDS = 16
+LOG_LIMIT_BYTES = 32 * 1024 * 1024
+
+
+async def cluster(start_process: StartProcess, tmp_path: Path) -> str:
+    """A name server and one broker registered with it; the name server's address."""
+    _ns, namesrv = await start_namesrv(start_process, tmp_path)
+    await start_broker(start_process, tmp_path, namesrv)
+    return namesrv
+
+
+def assert_exactly_once(records: list[Received], expected: list[Sent]) -> None:
+    """Every expected key once; nothing else; tags as sent."""
+    counts = key_counts(records)
+    want = {m.key: m.tag for m in expected}
+    missing = sorted(set(want) - set(counts))
+    foreign = sorted(set(counts) - set(want))
+    twice = sorted(k for k, n in counts.items() if n > 1)
+    assert not missing, f"{len(missing)} missing, e.g. {missing[:5]}"
+    assert not foreign, f"{len(foreign)} foreign, e.g. {foreign[:5]}"
+    assert not twice, f"{len(twice)} delivered more than once, e.g. {twice[:5]}"
+    wrong_tag = [r for r in records if want[r.key] != r.tag]
+    assert not wrong_tag, wrong_tag[:5]
+
+
+def assert_queues_dense(records: list[Received]) -> None:
+    """Per queue, the pulled offsets are 0..n-1 in order, over all ``QUEUES`` queues."""
+    by_queue: dict[int, list[int]] = defaultdict(list)
+    for r in records:
+        by_queue[r.queue_id].append(r.queue_offset)
+    assert sorted(by_queue) == list(range(QUEUES))
+    for queue_id, offsets in by_queue.items():
+        assert offsets == list(range(len(offsets))), f"queue {queue_id} not read from 0 in order"
+
+
+async def produce(
+    start_process: StartProcess, home: Path, namesrv: str, topic: str, mode: str, sent: list[Sent]
+) -> dict[str, str]:
+    """Send ``sent`` (from ``expected_messages``) with one producer; no errors."""
+    n, prefix = len(sent), sent[0].key[:-6]
+    proc = start_cpp(
+        start_process,
+        home,
+        f"cpp-produce-{mode}",
+        ["produce", namesrv, topic, mode, str(n), "--prefix", prefix, "--shards", str(SHARDS)],
+        PRODUCED,
+    )
+    result = await finish(proc, CLIENT_TIMEOUT_S)
+    assert (result["count"], result["errors"]) == (str(n), "0"), proc.tail()
+    return result
+
+
+async def pull_all(
+    start_process: StartProcess, home: Path, namesrv: str, topic: str, out: Path
+) -> list[Received]:
+    """A stock PullConsumer (new group) reads every queue of ``topic`` from offset 0."""
+    proc = start_cpp(
+        start_process, home, "cpp-pull", ["pull", namesrv, topic, "GID_pull", "*", str(out)], PULLED
+    )
+    await finish(proc, CLIENT_TIMEOUT_S)
+    return read_pulled(out)
+
+
+async def test_sync_and_oneway_to_tag_filtered_push_and_full_pull(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    namesrv = await cluster(start_process, tmp_path)
+    home, topic = tmp_path / "cpp-home", "TopicMix"
+    sync, oneway = expected_messages(4000, "s", SHARDS), expected_messages(3000, "o", SHARDS)
+    sent = sync + oneway
+    wanted = [m for m in sent if m.tag in ("TagA", "TagC")]
+    # The sync producer creates the topic (a C++ consumer started before that would
+    # find no route until its 30 s refresh); the consumer drains that backlog, then
+    # the oneway producer sends, so the rest arrives through held pulls woken by the
+    # new messages.
+    await produce(start_process, home, namesrv, topic, "sync", sync)
+    push_out = tmp_path / "push.txt"
+    push = start_cpp(
+        start_process,
+        home,
+        "cpp-push",
+        ["push", namesrv, topic, "GID_push", "TagA || TagC", str(len(wanted)), "45", str(push_out)],
+        CONSUMED,
+    )
+    backlog = sum(m.tag in ("TagA", "TagC") for m in sync)
+    await wait_until(
+        lambda: push_out.exists() and push_out.read_bytes().count(b"\n") >= backlog,
+        timeout=CLIENT_TIMEOUT_S,
+        interval=0.05,
+        what="the push consumer to drain the sync backlog",
+    )
+    await produce(start_process, home, namesrv, topic, "oneway", oneway)
+    consumed = await finish(push, CLIENT_TIMEOUT_S)
+    received = read_received(push_out)
+    assert_exactly_once(received, wanted)
+    assert consumed["distinct"] == str(len(wanted))
+    pulled = await pull_all(start_process, home, namesrv, topic, tmp_path / "pull.txt")
+    assert_exactly_once(pulled, sent)
+    assert_queues_dense(pulled)
+    assert cpp_log_bytes(home) < LOG_LIMIT_BYTES
+
+
+async def test_orderly_keeps_per_key_order_in_its_queue(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    namesrv = await cluster(start_process, tmp_path)
+    home, topic = tmp_path / "cpp-home", "TopicOrder"
+    sent = expected_messages(3000, "r", SHARDS)
+    await produce(start_process, home, namesrv, topic, "orderly", sent)
+    pulled = await pull_all(start_process, home, namesrv, topic, tmp_path / "pull.txt")
+    assert_exactly_once(pulled, sent)
+    assert_queues_dense(pulled)
+    by_key = {m.key: m for m in sent}
+    seqs: dict[int, list[int]] = defaultdict(list)
+    for r in pulled:  # pull order is queue by queue, each queue from offset 0 up
+        m = by_key[r.key]
+        # hashing_queue_selector: the sharding key modulo the topic's queue count
+        assert r.queue_id == m.shard % QUEUES, r
+        assert r.body == f"{m.key}|{m.tag}|{m.shard}|{m.seq}"
+        seqs[m.shard].append(m.seq)
+    for shard, order in seqs.items():
+        assert order == list(range(len(order))), f"shard {shard} out of order"
+    # The same topic through a push consumer with a single-tag expression.
+    wanted = [m for m in sent if m.tag == "TagB"]
+    push_out = tmp_path / "push.txt"
+    push = start_cpp(
+        start_process,
+        home,
+        "cpp-push",
+        ["push", namesrv, topic, "GID_push_b", "TagB", str(len(wanted)), "45", str(push_out)],
+        CONSUMED,
+    )
+    await finish(push, CLIENT_TIMEOUT_S)
+    assert_exactly_once(read_received(push_out), wanted)
+    assert cpp_log_bytes(home) < LOG_LIMIT_BYTES
