@@ -98,7 +98,12 @@ class SendProcessor:
 
     async def process(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
         """One send request -> its reply (a bad header raises ``HeaderFieldError``)."""
-        if request.code == RequestCode.SEND_MESSAGE_V2:
+        # Java decodes SEND_BATCH_MESSAGE with the one-letter V2 header too; a 320
+        # carrying long names (no "a" field) is still read the long way.
+        v2 = request.code == RequestCode.SEND_MESSAGE_V2 or (
+            request.code == RequestCode.SEND_BATCH_MESSAGE and "a" in request.ext_fields
+        )
+        if v2:
             header = SendMessageRequestHeader.from_ext_fields_v2(request.ext_fields)
         else:
             header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)
