@@ -19,7 +19,7 @@ from pydantic.alias_generators import to_camel
 from aiorocketmq.common.msg_id import build_client_id
 from aiorocketmq.remoting.config import RemotingClientConfig
 
-__all__ = ["ClientConfig", "local_ip"]
+__all__ = ["ClientConfig", "ProducerConfig", "local_ip"]
 
 
 def local_ip() -> str:
@@ -76,3 +76,36 @@ class ClientConfig(BaseModel):
     def instance_key(self) -> tuple[str, str]:
         """What client instances are shared by: (name-server list, client id)."""
         return (self.namesrv_addr, self.client_id())
+
+
+class ProducerConfig(BaseModel):
+    """A producer's settings (Java ``DefaultMQProducer``; times in ms, sizes in bytes)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid"
+    )
+
+    create_topic_key: str = Field(
+        "TBW102", description="Topic whose route a send to a new topic borrows."
+    )
+    default_topic_queue_nums: int = Field(
+        4, ge=1, description="Queues a topic auto-created by a send gets."
+    )
+    send_msg_timeout: int = Field(3_000, ge=1, description="Time budget (ms) of one send.")
+    compress_msg_body_over_howmuch: int = Field(
+        4_096, ge=0, description="Bodies of at least this many bytes are zlib-compressed."
+    )
+    zip_compress_level: int = Field(5, ge=0, le=9, description="zlib level of compression.")
+    retry_times_when_send_failed: int = Field(
+        2, ge=0, description="Extra attempts of a sync send, each on another broker if any."
+    )
+    retry_times_when_send_async_failed: int = Field(
+        2, ge=0, description="Extra attempts of an async send."
+    )
+    retry_another_broker_when_not_store_ok: bool = Field(
+        False, description="Retry a send whose status is not SEND_OK."
+    )
+    max_message_size: int = Field(
+        4 * 1024 * 1024, ge=1, description="Largest body (or batch body) accepted."
+    )
+    unit_mode: bool = Field(False, description="Unit mode flag sent in headers.")

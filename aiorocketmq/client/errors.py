@@ -23,6 +23,7 @@ Tree::
         ├── NoNameServerError              no name server configured / none answered
         ├── NoRouteError                   the topic has no route (TOPIC_NOT_EXIST)
         ├── BrokerNotFoundError            no address known for a brokerName
+        ├── SendFailedError                every attempt of a send failed
         ├── InvalidArgumentError           bad message, topic, group or option
         └── ClientStateError               not started, or already shut down
 """
@@ -57,6 +58,7 @@ __all__ = [
     "MQTooMuchRequestError",
     "NoNameServerError",
     "NoRouteError",
+    "SendFailedError",
     "from_remoting",
 ]
 
@@ -166,6 +168,23 @@ class BrokerNotFoundError(MQClientError):
     def __init__(self, broker_name: str) -> None:
         super().__init__(f"The broker[{broker_name}] not exist")
         self.broker_name = broker_name
+
+
+class SendFailedError(MQClientError):
+    """Every attempt of a send failed (Java: "Send [n] times, still failed ...").
+
+    Args:
+        message: what happened, with the brokers tried.
+        brokers_sent: the broker of each attempt, in order.
+        last: the last attempt's error (also the ``__cause__``).
+    """
+
+    def __init__(self, message: str, brokers_sent: list[str], last: MQClientError | None) -> None:
+        super().__init__(message)
+        self.brokers_sent = brokers_sent
+        self.last = last
+        self.retriable = last.retriable if last is not None else False
+        self.code: int | None = last.code if isinstance(last, MQResponseError) else None
 
 
 class InvalidArgumentError(MQClientError, ValueError):
