@@ -1,0 +1,246 @@
+"""``mqadmin``: RocketMQ's admin commands, with its command names and short flags.
+
+Usage::
+
+    mqadmin <command> [-n "host:9876;host2:9876"] [options]
+
+Commands (flags as RocketMQ 4.9.8's ``tools/command/**``): updateTopic,
+deleteTopic, topicList, topicRoute, topicStatus, clusterList, brokerStatus,
+updateSubGroup, deleteSubGroup, consumerProgress, consumerConnection,
+producerConnection. ``mqadmin <command> -h`` lists a command's flags.
+
+Without ``-n`` the name servers come from the ``NAMESRV_ADDR`` environment
+variable, as Java's tools fall back to it.
+
+Exit codes (Java's mqadmin has none; scripts can rely on these): 0 done; 1 the
+command failed (the reason on stderr, e.g. ``CODE: 17 DESC: topic not exist``, an
+unreachable server, an unknown cluster); 2 bad usage (a missing or malformed flag).
+
+Owns: the command line (argparse, one sub-parser per command), reading
+``NAMESRV_ADDR``, logging to stderr, running the command on an event loop, and
+turning errors into a message and an exit code.
+
+Must not: hold admin logic or output formats (``aiorocketmq.admin``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+from aiorocketmq.admin.commands import COMMANDS, UsageError
+from aiorocketmq.admin.mq_admin import MQAdmin
+from aiorocketmq.common.errors import RocketMQError
+
+__all__ = ["build_parser", "main"]
+
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+NAMESRV_ADDR_ENV: Final = "NAMESRV_ADDR"
+
+_INT32: Final = (-(2**31), 2**31 - 1)
+_INT64: Final = (-(2**63), 2**63 - 1)
+
+
+def _java_number(bounds: tuple[int, int], kind: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        """``Integer.parseInt`` / ``Long.parseLong`` of the trimmed text."""
+        body = text.strip()
+        digits = body[1:] if body[:1] in "+-" else body
+        if not digits.isascii() or not digits.isdigit():
+            raise argparse.ArgumentTypeError(f"not a valid {kind}: {text!r}")
+        value = int(body)
+        if not bounds[0] <= value <= bounds[1]:
+            raise argparse.ArgumentTypeError(f"out of {kind} range: {text!r}")
+        return value
+
+    return parse
+
+
+java_int = _java_number(_INT32, "int")
+java_long = _java_number(_INT64, "long")
+
+
+def _add(
+    parser: argparse.ArgumentParser,
+    short: str,
+    long: str,
+    help_text: str,
+    *,
+    required: bool = False,
+    flag: bool = False,
+    kind: Callable[[str], int] | None = None,
+) -> None:
+    """One option as Java's ``new Option(short, long, hasArg, description)``."""
+    if flag:
+        parser.add_argument(f"-{short}", f"--{long}", action="store_true", help=help_text)
+    else:
+        parser.add_argument(
+            f"-{short}", f"--{long}", dest=long, required=required, type=kind or str, help=help_text
+        )
+
+
+def _topic_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    common = _common_parent()
+    p = sub.add_parser("updateTopic", parents=[common], help="Update or create topic")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("-b", "--brokerAddr", help="create topic to which broker")
+    where.add_argument("-c", "--clusterName", help="create topic to which cluster")
+    _add(p, "t", "topic", "topic name", required=True)
+    _add(p, "r", "readQueueNums", "set read queue nums", kind=java_int)
+    _add(p, "w", "writeQueueNums", "set write queue nums", kind=java_int)
+    _add(p, "p", "perm", "set topic's permission(2|4|6), intro[2:W 4:R; 6:RW]", kind=java_int)
+    _add(p, "o", "order", "set topic's order(true|false)")
+    _add(p, "u", "unit", "is unit topic (true|false)")
+    _add(p, "s", "hasUnitSub", "has unit sub (true|false)")
+
+    p = sub.add_parser(
+        "deleteTopic", parents=[common], help="Delete topic from broker and NameServer."
+    )
+    _add(p, "t", "topic", "topic name", required=True)
+    _add(p, "c", "clusterName", "delete topic from which cluster", required=True)
+
+    p = sub.add_parser("topicList", parents=[common], help="Fetch all topic list from name server")
+    _add(p, "c", "clusterModel", "clusterModel", flag=True)
+
+    p = sub.add_parser("topicRoute", parents=[common], help="Examine topic route info")
+    _add(p, "t", "topic", "topic name", required=True)
+    _add(p, "l", "list", "Use list format to print data", flag=True)
+
+    p = sub.add_parser("topicStatus", parents=[common], help="Examine topic Status info")
+    _add(p, "t", "topic", "topic name", required=True)
+
+
+def _cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    common = _common_parent()
+    p = sub.add_parser("clusterList", parents=[common], help="List all of clusters")
+    _add(p, "m", "moreStats", "Print more stats", flag=True)
+    _add(p, "i", "interval", "specify intervals numbers, it is in seconds", kind=java_long)
+
+    p = sub.add_parser("brokerStatus", parents=[common], help="Fetch broker runtime status data")
+    _add(p, "b", "brokerAddr", "Broker address")
+    _add(p, "c", "clusterName", "which cluster")
+
+
+def _group_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    common = _common_parent()
+    p = sub.add_parser(
+        "updateSubGroup", parents=[common], help="Update or create subscription group"
+    )
+    _add(p, "b", "brokerAddr", "create subscription group to which broker")
+    _add(p, "c", "clusterName", "create subscription group to which cluster")
+    _add(p, "g", "groupName", "consumer group name", required=True)
+    _add(p, "s", "consumeEnable", "consume enable")
+    _add(p, "m", "consumeFromMinEnable", "from min offset")
+    _add(p, "d", "consumeBroadcastEnable", "broadcast")
+    _add(p, "q", "retryQueueNums", "retry queue nums", kind=java_int)
+    _add(p, "r", "retryMaxTimes", "retry max times", kind=java_int)
+    _add(p, "i", "brokerId", "consumer from which broker id", kind=java_long)
+    _add(
+        p, "w", "whichBrokerWhenConsumeSlowly", "which broker id when consume slowly",
+        kind=java_long,
+    )  # fmt: skip
+    _add(p, "a", "notifyConsumerIdsChanged", "notify consumerId changed")
+
+    p = sub.add_parser(
+        "deleteSubGroup", parents=[common], help="Delete subscription group from broker."
+    )
+    _add(p, "b", "brokerAddr", "delete subscription group from which broker")
+    _add(p, "c", "clusterName", "delete subscription group from which cluster")
+    _add(p, "g", "groupName", "subscription group name", required=True)
+    _add(p, "r", "removeOffset", "remove offset")
+
+    p = sub.add_parser(
+        "consumerProgress", parents=[common], help="Query consumers's progress, speed"
+    )
+    _add(p, "g", "groupName", "consumer group name")
+    _add(p, "s", "showClientIP", "Show Client IP per Queue")
+
+    p = sub.add_parser(
+        "consumerConnection",
+        parents=[common],
+        help="Query consumer's socket connection, client version and subscription",
+    )
+    _add(p, "g", "consumerGroup", "consumer group name", required=True)
+    _add(p, "b", "brokerAddr", "broker address")
+
+    p = sub.add_parser(
+        "producerConnection",
+        parents=[common],
+        help="Query producer's socket connection and client version",
+    )
+    _add(p, "g", "producerGroup", "producer group name", required=True)
+    _add(p, "t", "topic", "topic name", required=True)
+
+
+def _common_parent() -> argparse.ArgumentParser:
+    """``-n``, which every command takes (Java's ``ServerUtil`` options)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "-n",
+        "--namesrvAddr",
+        help=f"Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876' "
+        f"(default: ${NAMESRV_ADDR_ENV})",
+    )
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``mqadmin``."""
+    parser = argparse.ArgumentParser(
+        prog="mqadmin",
+        description="aiorocketmq admin tool: RocketMQ 4.x mqadmin commands and flags.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="<command>", required=True)
+    _topic_commands(sub)
+    _cluster_commands(sub)
+    _group_commands(sub)
+    return parser
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
+    command = COMMANDS[args.command]
+    try:
+        async with MQAdmin(namesrv_addr) as admin:
+            await command(admin, args, _write)
+    except UsageError as exc:
+        print(f"mqadmin {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except RocketMQError as exc:
+        print(f"mqadmin {args.command}: command failed: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    return 0
+
+
+def namesrv_addr_of(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
+    """``-n``, else ``NAMESRV_ADDR``, else None (blank counts as absent)."""
+    for value in (args.namesrvAddr, environ.get(NAMESRV_ADDR_ENV)):
+        if value and value.strip():
+            return str(value).strip()
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``mqadmin``; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return asyncio.run(_run(args, namesrv_addr_of(args, os.environ)))
+    except KeyboardInterrupt:  # clusterList -i runs until interrupted
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
