@@ -50,21 +50,27 @@ from aiorocketmq.remoting.errors import ProcessorError
 from aiorocketmq.store.inner_message import MessageExtBatch, MessageExtBrokerInner
 from aiorocketmq.store.results import PutMessageResult
 
-__all__ = ["DLQ_NUMS_PER_GROUP", "SendProcessor"]
+__all__ = [
+    "DLQ_NUMS_PER_GROUP",
+    "SUGGEST_TODO",
+    "TOPIC_SYS_FLAG_UNIT_SUB",
+    "SendProcessor",
+    "join_properties",
+]
 
 log = logging.getLogger(__name__)
 
 DLQ_NUMS_PER_GROUP: Final = 1
 """Queues of a ``%DLQ%<group>`` topic (``SendMessageProcessor.DLQ_NUMS_PER_GROUP``)."""
 
-_SUGGEST_TODO: Final = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+SUGGEST_TODO: Final = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 _TOPIC_SYS_FLAG_UNIT: Final = 0x1
-_TOPIC_SYS_FLAG_UNIT_SUB: Final = 0x2
+TOPIC_SYS_FLAG_UNIT_SUB: Final = 0x2
 _BATCH_TOPIC_MAX: Final = 127  # Byte.MAX_VALUE
 _REGION_FIELDS: Final = {"MSG_REGION": DEFAULT_REGION, "TRACE_ON": "true"}
 
 
-def _join_properties(props: dict[str, str]) -> str:
+def join_properties(props: dict[str, str]) -> str:
     """Java's ``messageProperties2String`` in the 4.9.1+ form, without the codec's checks.
 
     Parsed pairs always have a name and a value; a value may hold ``\\x01`` (the name
@@ -161,7 +167,7 @@ class SendProcessor:
         is_retry = topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
         sys_flag = 0
         if header.unit_mode:
-            sys_flag = _TOPIC_SYS_FLAG_UNIT_SUB if is_retry else _TOPIC_SYS_FLAG_UNIT
+            sys_flag = TOPIC_SYS_FLAG_UNIT_SUB if is_retry else _TOPIC_SYS_FLAG_UNIT
         log.warning("the topic %s not exist, producer: %s", topic, remote)
         topics = self._ctx.topics
         config = topics.create_topic_in_send_message_method(
@@ -174,7 +180,7 @@ class SendProcessor:
         if config is None:
             raise ProcessorError(
                 ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please!{_SUGGEST_TODO}",
+                f"topic[{topic}] not exist, apply first please!{SUGGEST_TODO}",
             )
         return config
 
@@ -192,7 +198,7 @@ class SendProcessor:
         if group_config is None:
             raise ProcessorError(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group not exist, {group} {_SUGGEST_TODO}",
+                f"subscription group not exist, {group} {SUGGEST_TODO}",
             )
         max_times = group_config.retry_max_times
         if request.version >= MQVersion.V3_4_9 and header.max_reconsume_times is not None:
@@ -230,7 +236,7 @@ class SendProcessor:
         msg.reconsume_times = header.reconsume_times or 0
         props[MessageConst.PROPERTY_CLUSTER] = ctx.config.broker_cluster_name
         stored = {k: v for k, v in props.items() if k != MessageConst.PROPERTY_WAIT_STORE_MSG_OK}
-        msg.properties_string = _join_properties(stored)
+        msg.properties_string = join_properties(stored)
         msg.tags_code = tags_code(props.get(MessageConst.PROPERTY_TAGS))
         prepared = props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED, "")
         if prepared.lower() == "true" and ctx.config.reject_transaction_message:
