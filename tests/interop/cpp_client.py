@@ -9,7 +9,8 @@ in native code, starts its own threads and writes logs under
   with the sharding key as the selector argument, so shard ``s`` goes to queue
   ``s % queues``). Message ``i`` has key ``P%06d``, tag ``TAGS[i % 3]``, shard
   ``i % S`` and sequence ``i // S`` within its shard; its body starts with
-  ``key|tag|shard|seq|``. Prints ``PRODUCED mode=.. count=.. errors=.. seconds=..``.
+  ``key|tag|shard|seq|``. Prints ``PRODUCED mode=.. count=.. errors=.. seconds=..
+  started=<epoch s>`` (seconds: the send loop; started: when it began).
 - ``push NAMESRV TOPIC GROUP EXPRESSION EXPECTED TIMEOUT_S OUT``: a stock
   PushConsumer subscribed with EXPRESSION; writes ``key tag queue offset`` per
   message to OUT; once it has seen EXPECTED distinct keys it lingers
@@ -68,6 +69,7 @@ def produce(args: argparse.Namespace) -> int:
     producer.set_namesrv_addr(args.namesrv)
     producer.start()
     errors = 0
+    epoch = time.time()
     started = time.monotonic()
     try:
         for i in range(args.n):
@@ -91,7 +93,8 @@ def produce(args: argparse.Namespace) -> int:
         seconds = time.monotonic() - started
         producer.shutdown()
     print(
-        f"PRODUCED mode={args.mode} count={args.n} errors={errors} seconds={seconds:.3f}",
+        f"PRODUCED mode={args.mode} count={args.n} errors={errors} seconds={seconds:.3f} "
+        f"started={epoch:.3f}",
         flush=True,
     )
     return 0
