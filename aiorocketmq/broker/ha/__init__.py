@@ -1,0 +1,1 @@
+"""aiorocketmq.broker.ha: classic master/slave CommitLog replication (specs/store.md §11)."""

@@ -1,0 +1,158 @@
+"""Builders the HA component tests share: a master and a slave over a real HA socket.
+
+Owns: ``HAPair`` (two real MessageStores in ``tmp_path`` with their HAServices on
+127.0.0.1, the master on a free port), readers of CommitLog files and queue
+contents, and ``raw_slave`` (a bare socket speaking the slave's side of the
+protocol, for silent or misbehaving slaves).
+
+Must not: sleep, or hide what a test checks: everything is a real store, file
+and socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiorocketmq.broker.ha.service import HAService
+from aiorocketmq.store.config import BrokerRole, MessageStoreConfig
+from aiorocketmq.store.message_store import MessageStore
+from tests.support.wait import wait_until
+from tests.unit.store.store_support import TOPIC, inner, open_store, records, store_config
+
+BODY_1K = bytes(range(256)) * 4
+
+#: Fast HA timing for tests: a heartbeat every 50 ms, housekeeping after 2 s.
+HA_FAST: dict[str, Any] = {
+    "ha_listen_port": 0,
+    "ha_send_heartbeat_interval": 50,
+    "ha_housekeeping_interval": 2000,
+    "ha_transfer_batch_size": 8 * 1024,
+}
+
+
+def master_config(
+    root: Path, role: BrokerRole = BrokerRole.ASYNC_MASTER, **kw: Any
+) -> MessageStoreConfig:
+    """A master store config on small files with fast HA timing."""
+    return store_config(root / "master", broker_role=role, **{**HA_FAST, **kw})
+
+
+def slave_config(root: Path, **kw: Any) -> MessageStoreConfig:
+    """A SLAVE store config on small files with fast HA timing."""
+    return store_config(root / "slave", broker_role=BrokerRole.SLAVE, **{**HA_FAST, **kw})
+
+
+async def start_master(
+    config: MessageStoreConfig, store: MessageStore | None = None, port: int = 0
+) -> tuple[MessageStore, HAService]:
+    """A started master store (``store`` or a new one) and its HAService on 127.0.0.1."""
+    if store is None:
+        store = await open_store(config)
+    ha = HAService(config, host="127.0.0.1", port=port)
+    ha.install(store)
+    await ha.start()
+    return store, ha
+
+
+async def start_slave(
+    config: MessageStoreConfig, master_port: int | None
+) -> tuple[MessageStore, HAService]:
+    """A started slave store and its HAService pointed at 127.0.0.1:``master_port``."""
+    store = await open_store(config)
+    ha = HAService(config, backoff_s=0.02, backoff_max_s=0.2)
+    ha.install(store)
+    if master_port is not None:
+        ha.update_master_address(f"127.0.0.1:{master_port}")
+    await ha.start()
+    return store, ha
+
+
+@dataclass
+class HAPair:
+    """A running master and slave; ``close()`` stops all four services."""
+
+    master: MessageStore
+    master_ha: HAService
+    slave: MessageStore
+    slave_ha: HAService
+
+    @property
+    def port(self) -> int:
+        port = self.master_ha.ha_port
+        assert port is not None
+        return port
+
+    async def slave_requested(self) -> None:
+        """Wait until the master has the slave's first report (its transfer start)."""
+        server = self.master_ha.server
+        assert server is not None
+        await wait_until(
+            lambda: len(server.connections) == 1 and server.connections[0].request_offset >= 0,
+            what="the slave's first report",
+        )
+
+    async def caught_up(self, limit_s: float = 10.0) -> None:
+        """Wait until the slave's CommitLog ends where the master's does."""
+        await wait_until(
+            lambda: self.slave.max_phy_offset == self.master.max_phy_offset,
+            timeout=limit_s, what="the slave to catch up",
+            describe=lambda: (self.master.max_phy_offset, self.slave.max_phy_offset),
+        )  # fmt: skip
+
+    async def close(self) -> None:
+        await self.slave_ha.shutdown()
+        await self.master_ha.shutdown()
+        await self.slave.shutdown()
+        await self.master.shutdown()
+
+
+async def put_many(store: MessageStore, count: int, *, queue_id: int = 0) -> list[int]:
+    """Put ``count`` 1 KiB messages (body prefixed by its number); their end offsets."""
+    ends = []
+    for i in range(count):
+        result = await store.put_message(inner(i.to_bytes(4, "big") + BODY_1K, queue_id=queue_id))
+        assert result.ok, result
+        ends.append(result.physical_offset + result.wrote_bytes)
+    return ends
+
+
+def commit_log_files(store: MessageStore) -> dict[str, bytes]:
+    """The CommitLog files of ``store`` holding data, by name, read from disk.
+
+    Files the allocator prepared but the CommitLog has not taken, and files that
+    start at the max offset (still empty), are left out: only one side may have
+    created its next file yet.
+    """
+    end = store.max_phy_offset
+    files = [f.path for f in store.commit_log.queue.files if f.file_from_offset < end]
+    return {path.name: path.read_bytes() for path in files}
+
+
+def queue_bodies(store: MessageStore, topic: str = TOPIC, queue_id: int = 0) -> dict[int, bytes]:
+    """queue offset -> body of every message of a queue, pulled with ``get_message``."""
+    found: dict[int, bytes] = {}
+    offset = store.get_min_offset_in_queue(topic, queue_id)
+    while offset < store.get_max_offset_in_queue(topic, queue_id):
+        result = store.get_message("g", topic, queue_id, offset, 32)
+        assert result is not None and result.messages, (offset, result)
+        with result:
+            for queue_offset, record in zip(
+                result.message_queue_offsets, records(result), strict=True
+            ):
+                found[queue_offset] = bytes(record.body)
+        offset = result.next_begin_offset
+    return found
+
+
+async def raw_slave(
+    port: int, report: int | None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A bare TCP connection to the master's HA port, optionally sending one report."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    if report is not None:
+        writer.write(report.to_bytes(8, "big"))
+        await writer.drain()
+    return reader, writer
