@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import socket
+from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -19,7 +21,7 @@ from pydantic.alias_generators import to_camel
 from aiorocketmq.common.msg_id import build_client_id
 from aiorocketmq.remoting.config import RemotingClientConfig
 
-__all__ = ["ClientConfig", "ProducerConfig", "local_ip"]
+__all__ = ["ClientConfig", "ProducerConfig", "PullConsumerConfig", "local_ip"]
 
 
 def local_ip() -> str:
@@ -109,3 +111,29 @@ class ProducerConfig(BaseModel):
         4 * 1024 * 1024, ge=1, description="Largest body (or batch body) accepted."
     )
     unit_mode: bool = Field(False, description="Unit mode flag sent in headers.")
+
+
+class PullConsumerConfig(BaseModel):
+    """A pull consumer's settings (Java ``DefaultMQPullConsumer``; times in ms)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid"
+    )
+
+    message_model: Literal["CLUSTERING", "BROADCASTING"] = Field(
+        "CLUSTERING", description="Offsets on the brokers (CLUSTERING) or in a local file."
+    )
+    broker_suspend_max_time_millis: int = Field(
+        20_000, ge=0, description="How long a broker may hold a blocking pull."
+    )
+    consumer_timeout_millis_when_suspend: int = Field(
+        30_000, ge=1, description="Timeout of a blocking pull (longer than the hold)."
+    )
+    consumer_pull_timeout_millis: int = Field(
+        10_000, ge=1, description="Timeout of a non-blocking pull."
+    )
+    offset_store_dir: Path = Field(
+        default_factory=lambda: Path.home() / ".rocketmq_offsets",
+        description="BROADCASTING offsets directory (rocketmq.client.localOffsetStoreDir).",
+    )
+    unit_mode: bool = Field(False, description="Unit mode flag sent in heartbeats.")
