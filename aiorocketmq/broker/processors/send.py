@@ -8,9 +8,9 @@ group and DLQ redirect), building the ``MessageExtBrokerInner`` /
 
 Must not: encode records or check sizes (the store's put path answers
 MESSAGE_ILLEGAL), refuse a SLAVE itself (the store answers SERVICE_NOT_AVAILABLE),
-or map put statuses (``broker.status_map`` does). Half messages are not built yet:
-a prepared message is refused under ``rejectTransactionMessage`` (as Java) and
-otherwise stored as an ordinary one.
+or map put statuses (``broker.status_map`` does). A prepared message is refused under
+``rejectTransactionMessage`` (as Java) and otherwise stored as a half message by
+``transaction.half_service``.
 
 Batch or not is decided by the header's ``batch`` field, not the request code,
 exactly as Java.
@@ -24,6 +24,7 @@ from typing import Final
 
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.status_map import put_response
+from aiorocketmq.broker.transaction.half_service import put_half_message
 from aiorocketmq.common.constants import (
     DEFAULT_REGION,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -239,11 +240,14 @@ class SendProcessor:
         msg.properties_string = join_properties(stored)
         msg.tags_code = tags_code(props.get(MessageConst.PROPERTY_TAGS))
         prepared = props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED, "")
-        if prepared.lower() == "true" and ctx.config.reject_transaction_message:
-            raise ProcessorError(
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{ctx.config.broker_ip1}] sending transaction message is forbidden",
-            )
+        if prepared.lower() == "true":
+            if ctx.config.reject_transaction_message:
+                raise ProcessorError(
+                    ResponseCode.NO_PERMISSION,
+                    f"the broker[{ctx.config.broker_ip1}] sending transaction message is forbidden",
+                )
+            real_queue_id = msg.queue_id  # the reply names it, not the half queue (as Java)
+            return await put_half_message(ctx.store, msg), real_queue_id
         return await ctx.store.put_message(msg), msg.queue_id
 
     async def _send_batch(
