@@ -1,6 +1,7 @@
 """Typed headers of the broker's query, transaction and topic-admin requests.
 
 Owns: VIEW_MESSAGE_BY_ID, QUERY_MESSAGE (request and reply), END_TRANSACTION,
+CHECK_TRANSACTION_STATE (broker to producer),
 UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, DELETE_SUBSCRIPTIONGROUP,
 GET_TOPIC_STATS_INFO, GET_CONSUME_STATS and GET_CONSUMER/PRODUCER_CONNECTION_LIST
 headers, each a slotted dataclass listing its fields explicitly, parsed with
@@ -26,6 +27,7 @@ from aiorocketmq.remoting.headers import (
 )
 
 __all__ = [
+    "CheckTransactionStateRequestHeader",
     "CreateTopicRequestHeader",
     "DeleteSubscriptionGroupRequestHeader",
     "DeleteTopicRequestHeader",
@@ -145,6 +147,38 @@ class EndTransactionRequestHeader:
             fromTransactionCheck=self.from_transaction_check,
             msgId=self.msg_id,
             transactionId=self.transaction_id,
+        )
+
+
+@dataclass(slots=True, frozen=True)
+class CheckTransactionStateRequestHeader:
+    """CHECK_TRANSACTION_STATE (39), broker to producer: which half message to decide."""
+
+    tran_state_table_offset: int
+    commit_log_offset: int
+    msg_id: str | None = None
+    transaction_id: str | None = None
+    offset_msg_id: str | None = None
+
+    @classmethod
+    def from_ext_fields(cls, f: Fields) -> CheckTransactionStateRequestHeader:
+        """Parse; raises ``HeaderFieldError``."""
+        return cls(
+            tran_state_table_offset=ext_long(f, "tranStateTableOffset"),
+            commit_log_offset=ext_long(f, "commitLogOffset"),
+            msg_id=ext_opt_str(f, "msgId"),
+            transaction_id=ext_opt_str(f, "transactionId"),
+            offset_msg_id=ext_opt_str(f, "offsetMsgId"),
+        )
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings."""
+        return to_ext_fields(
+            tranStateTableOffset=self.tran_state_table_offset,
+            commitLogOffset=self.commit_log_offset,
+            msgId=self.msg_id,
+            transactionId=self.transaction_id,
+            offsetMsgId=self.offset_msg_id,
         )
 
 
