@@ -5,18 +5,21 @@ in native code, starts its own threads and writes logs under
 ``$HOME/logs/rocketmq-cpp``, capped here to two 8 MiB files at WARN):
 
 - ``produce NAMESRV TOPIC MODE N [--prefix P] [--shards S] [--body-size B]``:
-  sends N messages, MODE ``sync``, ``oneway`` or ``orderly`` (``send_orderly``
+  sends N messages, MODE ``sync``, ``oneway``, ``orderly`` (``send_orderly``
   with the sharding key as the selector argument, so shard ``s`` goes to queue
-  ``s % queues``). Message ``i`` has key ``P%06d``, tag ``TAGS[i % 3]``, shard
+  ``s % queues``) or ``batch``. Message ``i`` has key ``P%06d``, tag ``TAGS[i % 3]``, shard
   ``i % S`` and sequence ``i // S`` within its shard; its body starts with
-  ``key|tag|shard|seq|``. Prints ``PRODUCED mode=.. count=.. errors=.. seconds=..
-  started=<epoch s>`` (seconds: the send loop; started: when it began).
+  ``key|tag|shard|seq|``. MODE ``batch`` sends ``--batch-size`` (32) messages
+  per ``send_batch`` (one SEND_MESSAGE with ``batch`` set). Prints ``PRODUCED
+  mode=.. count=.. errors=.. seconds=.. started=<epoch s>`` (seconds: the send
+  loop; started: when it began).
 - ``push NAMESRV TOPIC GROUP EXPRESSION EXPECTED TIMEOUT_S OUT``: a stock
   PushConsumer subscribed with EXPRESSION; writes ``key tag queue offset`` per
   message to OUT; once it has seen EXPECTED distinct keys it lingers
   ``--linger-s`` (so late duplicates or foreign messages still show up), then
-  prints ``CONSUMED count=.. distinct=.. seconds=..`` and shuts down. Exits 0
-  either way; the caller judges the file.
+  prints ``CONSUMED count=.. distinct=.. seconds=..`` and shuts down; it also
+  stops when ``--stop-file`` appears (for consumers sharing a group, whose
+  share is not known in advance). Exits 0 either way; the caller judges the file.
 - ``pull NAMESRV TOPIC GROUP EXPRESSION OUT``: a stock PullConsumer reading every
   queue from offset 0 until NO_NEW_MSG (``PullConsumer.pull`` iterates queues);
   writes ``queue offset key tag body-prefix`` lines in pull order to OUT and
@@ -28,6 +31,7 @@ Must not: judge results (the tests do), or run in the test process.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -63,6 +67,32 @@ def _text(value: bytes | str | None) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+def _message(args: argparse.Namespace, i: int) -> tuple[Any, str, int]:
+    key, tag, shard, seq = message_fields(i, args.prefix, args.shards)
+    msg = Message(args.topic)
+    msg.set_keys(key)
+    msg.set_tags(tag)
+    head = f"{key}|{tag}|{shard}|{seq}|"
+    msg.set_body(head + "x" * max(0, args.body_size - len(head)))
+    return msg, key, shard
+
+
+def _send(producer: Any, args: argparse.Namespace, start: int) -> int:
+    """Send message ``start`` (or the batch starting there); how many were sent."""
+    if args.mode == "batch":
+        count: int = min(args.batch_size, args.n - start)
+        producer.send_batch([_message(args, i)[0] for i in range(start, start + count)])
+        return count
+    msg, _key, shard = _message(args, start)
+    if args.mode == "sync":
+        producer.send_sync(msg)
+    elif args.mode == "oneway":
+        producer.send_oneway(msg)
+    else:
+        producer.send_orderly(msg, shard)
+    return 1
+
+
 def produce(args: argparse.Namespace) -> int:
     producer = Producer(f"PID_{args.topic}_{args.mode}", timeout=10_000)
     _cap_logs(dll.SetProducerLogFileNumAndSize, dll.SetProducerLogLevel, producer._handle)
@@ -72,23 +102,14 @@ def produce(args: argparse.Namespace) -> int:
     epoch = time.time()
     started = time.monotonic()
     try:
-        for i in range(args.n):
-            key, tag, shard, seq = message_fields(i, args.prefix, args.shards)
-            msg = Message(args.topic)
-            msg.set_keys(key)
-            msg.set_tags(tag)
-            head = f"{key}|{tag}|{shard}|{seq}|"
-            msg.set_body(head + "x" * max(0, args.body_size - len(head)))
+        i = 0
+        while i < args.n:
             try:
-                if args.mode == "sync":
-                    producer.send_sync(msg)
-                elif args.mode == "oneway":
-                    producer.send_oneway(msg)
-                else:
-                    producer.send_orderly(msg, shard)
+                i += _send(producer, args, i)
             except Exception as exc:  # count and report; the caller sees errors=
                 errors += 1
-                print(f"SEND_ERROR key={key} error={exc!r}", file=sys.stderr, flush=True)
+                print(f"SEND_ERROR index={i} error={exc!r}", file=sys.stderr, flush=True)
+                i += 1 if args.mode != "batch" else args.batch_size
     finally:
         seconds = time.monotonic() - started
         producer.shutdown()
@@ -127,6 +148,21 @@ class _Recorder:
                 self.done.set()
 
 
+def _wait_done(done: threading.Event, args: argparse.Namespace) -> None:
+    """Until EXPECTED keys arrived (then linger), the stop file exists, or the timeout.
+
+    Not a test sleep: the consumer's own deadline; the linger lets a late
+    duplicate or foreign message still be recorded.
+    """
+    deadline = time.monotonic() + args.timeout_s
+    while time.monotonic() < deadline:
+        if done.wait(0.05):
+            threading.Event().wait(args.linger_s)
+            return
+        if args.stop_file and os.path.exists(args.stop_file):
+            return
+
+
 def push(args: argparse.Namespace) -> int:
     consumer = PushConsumer(args.group)
     _cap_logs(dll.SetPushConsumerLogFileNumAndSize, dll.SetPushConsumerLogLevel, consumer._handle)
@@ -140,11 +176,7 @@ def push(args: argparse.Namespace) -> int:
         consumer.start()
         print("PUSH_STARTED", flush=True)
         try:
-            # Not a test sleep: the consumer's own deadline, then a short linger so a
-            # late duplicate or foreign message is still recorded.
-            recorder.done.wait(args.timeout_s)
-            if recorder.done.is_set():
-                threading.Event().wait(args.linger_s)
+            _wait_done(recorder.done, args)
         finally:
             consumer.shutdown()
             with recorder.lock:
@@ -187,11 +219,12 @@ def parser() -> argparse.ArgumentParser:
     p = roles.add_parser("produce")
     p.add_argument("namesrv")
     p.add_argument("topic")
-    p.add_argument("mode", choices=("sync", "oneway", "orderly"))
+    p.add_argument("mode", choices=("sync", "oneway", "orderly", "batch"))
     p.add_argument("n", type=int)
     p.add_argument("--prefix", default="k")
     p.add_argument("--shards", type=int, default=16)
     p.add_argument("--body-size", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=32)
     c = roles.add_parser("push")
     for name in ("namesrv", "topic", "group", "expression"):
         c.add_argument(name)
@@ -200,6 +233,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("out")
     c.add_argument("--linger-s", type=float, default=1.0)
     c.add_argument("--threads", type=int, default=2)
+    c.add_argument("--stop-file", default="", help="stop once this file exists")
     u = roles.add_parser("pull")
     for name in ("namesrv", "topic", "group", "expression", "out"):
         u.add_argument(name)

@@ -83,9 +83,12 @@ class Received:
 
 
 def read_received(path: Path) -> list[Received]:
-    """Push-consumer lines: ``key tag queueId queueOffset``."""
+    """Push-consumer lines: ``key tag queueId queueOffset``; a line still being
+    written (no newline yet) is left out, so a running consumer's file can be read."""
+    if not path.exists():
+        return []
     out = []
-    for line in path.read_text("utf-8").splitlines():
+    for line in path.read_text("utf-8").split("\n")[:-1]:
         key, tag, queue_id, offset = line.split(" ")
         out.append(Received(key, tag, int(queue_id), int(offset)))
     return out

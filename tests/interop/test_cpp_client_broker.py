@@ -3,12 +3,14 @@
 Each test starts a name server and a broker as processes (free ports, store in
 ``tmp_path``, stopped by SIGTERM with a clean exit checked) and runs the client's
 roles from ``tests/interop/cpp_client.py``, each in its own process: producers
-(sync, oneway, orderly by a sharding key), a PushConsumer with a tag expression
-and a PullConsumer reading every queue from offset 0. Every check counts messages
-by key: none missing, none foreign, none twice.
+(sync, oneway, orderly by a sharding key, batch), PushConsumers with a tag
+expression or sharing a group, and a PullConsumer reading every queue from
+offset 0. Every check counts messages by key: none missing, none foreign, none
+twice.
 
-10,000 messages are sent in all (4,000 sync + 3,000 oneway here, 3,000 orderly),
-and over 15,000 are received and checked (push and pull).
+10,000 messages are sent sync, oneway and orderly (4,000 + 3,000 + 3,000) and
+over 15,000 received and checked (push and pull); the group test adds 3,200
+batch-sent messages split between two consumers.
 
 The topics are auto-created on the first send through ``TBW102`` (4 queues, the
 client's ``defaultTopicQueueNums``), the consumer groups are new: the push
@@ -19,11 +21,15 @@ group on a queue that never lost messages (PITFALLS.md).
 from __future__ import annotations
 
 import importlib.util
+import json
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.command import RemotingCommand
 from tests.interop.stock_support import (
     CONSUMED,
     PRODUCED,
@@ -40,6 +46,7 @@ from tests.interop.stock_support import (
     start_cpp,
 )
 from tests.support.cluster import start_broker, start_namesrv
+from tests.support.procs import ManagedProcess
 from tests.support.wait import wait_until
 
 pytestmark = [
@@ -187,3 +194,80 @@ async def test_orderly_keeps_per_key_order_in_its_queue(
     await finish(push, CLIENT_TIMEOUT_S)
     assert_exactly_once(read_received(push_out), wanted)
     assert cpp_log_bytes(home) < LOG_LIMIT_BYTES
+
+
+async def consumer_ids(broker_addr: str, group: str) -> list[str]:
+    """GET_CONSUMER_LIST_BY_GROUP: the broker's live members of ``group``."""
+    client = RemotingClient()
+    try:
+        request = RemotingCommand.request(
+            RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}
+        )
+        reply = await client.invoke(broker_addr, request, 3000)
+    finally:
+        await client.close()
+    if reply.code != ResponseCode.SUCCESS:
+        return []
+    return list(json.loads(bytes(reply.body))["consumerIdList"])
+
+
+async def test_batch_sends_split_between_two_consumers_of_a_group(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    _ns, namesrv = await start_namesrv(start_process, tmp_path)
+    broker = await start_broker(start_process, tmp_path, namesrv)
+    home, topic, group = tmp_path / "cpp-home", "TopicShared", "GID_shared"
+    stop = tmp_path / "stop"
+    outs = [tmp_path / "push-a.txt", tmp_path / "push-b.txt"]
+
+    def start_consumer(i: int) -> ManagedProcess:
+        args = ["push", namesrv, topic, group, "*", "1000000", "45", str(outs[i])]
+        args += ["--stop-file", str(stop)]
+        return start_cpp(start_process, home, f"cpp-push-{'ab'[i]}", args, CONSUMED)
+
+    def union() -> list[Received]:
+        return read_received(outs[0]) + read_received(outs[1])
+
+    async def until_received(batch: list[Sent], what: str) -> None:
+        keys = {m.key for m in batch}
+        await wait_until(
+            lambda: keys <= {r.key for r in union()},
+            timeout=CLIENT_TIMEOUT_S,
+            interval=0.05,
+            what=what,
+        )
+
+    # A alone drains a first batch (the send creates the topic), then B joins the
+    # group: the broker notifies both, they split the four queues. A second batch
+    # shows the split is in place (B got some of it); only then the measured batch.
+    first, second = expected_messages(200, "p", SHARDS), expected_messages(200, "q", SHARDS)
+    await produce(start_process, home, namesrv, topic, "sync", first)
+    consumers = [start_consumer(0)]
+    await until_received(first, "consumer A to drain the first batch")
+    consumers.append(start_consumer(1))
+
+    async def both_members() -> bool:
+        return len(await consumer_ids(broker.addr, group)) == 2
+
+    await wait_until(both_members, timeout=CLIENT_TIMEOUT_S, what="two consumers in the group")
+    await produce(start_process, home, namesrv, topic, "sync", second)
+    await until_received(second, "the second batch")
+    await wait_until(
+        lambda: any(r.key[0] == "q" for r in read_received(outs[1])),
+        timeout=CLIENT_TIMEOUT_S,
+        interval=0.05,
+        what="consumer B to get part of the second batch",
+    )
+    main = expected_messages(3200, "m", SHARDS)
+    await produce(start_process, home, namesrv, topic, "batch", main)
+    await until_received(main, "the batch-sent messages")
+    stop.touch()
+    for proc in consumers:
+        await finish(proc, CLIENT_TIMEOUT_S)
+    measured = [r for r in union() if r.key.startswith("m")]
+    assert_exactly_once(measured, main)
+    assert {r.key[0] for r in union()} <= {"p", "q", "m"}  # nothing foreign at all
+    queues = [{r.queue_id for r in read_received(out) if r.key[0] == "m"} for out in outs]
+    assert queues[0] and queues[1], queues  # both consumed part of it
+    assert not queues[0] & queues[1], queues  # each queue had one owner
+    assert queues[0] | queues[1] == set(range(QUEUES))
