@@ -1,1 +1,71 @@
-"""aiorocketmq.client."""
+"""aiorocketmq.client: an asyncio RocketMQ 4.x client (producer, pull consumer, admin calls).
+
+Owns: the public names users import (re-exported from the modules below); the
+modules own the behaviour (``producer``, ``pull_consumer``, ``instance``,
+``namesrv_api``, ``mq_client_api``, ``pull_wrapper``, ``offset_store``,
+``allocate``, ``selectors``, ``errors``).
+
+Must not: hold code or state of its own, or import anything above ``remoting``
+(import-linter enforces the layers).
+
+Example::
+
+    from aiorocketmq.client import Message, Producer, PullConsumer
+
+    async with Producer("my-group", namesrv_addr="127.0.0.1:9876") as producer:
+        result = await producer.send(Message("TopicTest", b"hello"))
+"""
+
+from __future__ import annotations
+
+from aiorocketmq.client.allocate import (
+    allocate_averagely,
+    allocate_averagely_by_circle,
+    allocate_consistent_hash,
+)
+from aiorocketmq.client.config import ClientConfig, ProducerConfig, PullConsumerConfig
+from aiorocketmq.client.errors import (
+    MQBrokerError,
+    MQClientError,
+    MQNamesrvError,
+    MQRemotingError,
+    NoRouteError,
+    SendFailedError,
+)
+from aiorocketmq.client.instance import ClientInstance, ClientManager
+from aiorocketmq.client.namesrv_api import NamesrvAPI
+from aiorocketmq.client.producer import Producer
+from aiorocketmq.client.pull_consumer import PullConsumer
+from aiorocketmq.client.results import PullResult, PullStatus, SendResult, SendStatus
+from aiorocketmq.client.selectors import RoundRobinSelector, select_by_hash, select_by_random
+from aiorocketmq.common.message import Message, MessageExt, MessageQueue
+
+__all__ = [
+    "ClientConfig",
+    "ClientInstance",
+    "ClientManager",
+    "MQBrokerError",
+    "MQClientError",
+    "MQNamesrvError",
+    "MQRemotingError",
+    "Message",
+    "MessageExt",
+    "MessageQueue",
+    "NamesrvAPI",
+    "NoRouteError",
+    "Producer",
+    "ProducerConfig",
+    "PullConsumer",
+    "PullConsumerConfig",
+    "PullResult",
+    "PullStatus",
+    "RoundRobinSelector",
+    "SendFailedError",
+    "SendResult",
+    "SendStatus",
+    "allocate_averagely",
+    "allocate_averagely_by_circle",
+    "allocate_consistent_hash",
+    "select_by_hash",
+    "select_by_random",
+]
