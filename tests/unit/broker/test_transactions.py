@@ -84,10 +84,11 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def prepared(body: bytes, uniq: str) -> RemotingCommand:
+def prepared(body: bytes, uniq: str, **extra: str) -> RemotingCommand:
     props = {
         "TAGS": "TagA", "WAIT": "true", "TRAN_MSG": "true", "PGROUP": PGROUP, "UNIQ_KEY": uniq,
     }  # fmt: skip
+    props.update(extra)
     return send_request(
         body,
         properties="".join(f"{k}\x01{v}\x02" for k, v in props.items()),
@@ -98,8 +99,8 @@ def prepared(body: bytes, uniq: str) -> RemotingCommand:
     )
 
 
-async def send_half(h: Harness, body: bytes, uniq: str) -> SendMessageResponseHeader:
-    reply = await h.invoke(prepared(body, uniq))
+async def send_half(h: Harness, body: bytes, uniq: str, **extra: str) -> SendMessageResponseHeader:
+    reply = await h.invoke(prepared(body, uniq, **extra))
     assert reply.code == ResponseCode.SUCCESS, reply.remark
     return SendMessageResponseHeader.from_ext_fields(reply.ext_fields)
 
@@ -273,9 +274,9 @@ FAST_CHECK = {
 
 @contextlib.asynccontextmanager
 async def checked_broker(
-    tmp_path: Path, answer: int | None
+    tmp_path: Path, answer: int | None, **config: Any
 ) -> AsyncIterator[tuple[Harness, TransactionalMessageCheckService, Producer]]:
-    async with broker(tmp_path, broker=FAST_CHECK) as (h, parts):
+    async with broker(tmp_path, broker=FAST_CHECK | config) as (h, parts):
         assert parts.bridge is not None
         svc = TransactionalMessageCheckService(
             h.ctx, parts.bridge, invoke_oneway=h.server.invoke_oneway
@@ -346,3 +347,28 @@ async def test_check_times_are_capped_then_the_message_is_discarded(tmp_path: Pa
         assert gone.body == b"silent"
         assert gone.properties[_C.PROPERTY_REAL_TOPIC] == TOPIC
         assert real(store) == []
+
+
+async def test_immune_half_message_is_checked_only_after_its_immunity(tmp_path: Path) -> None:
+    # Every round counts as a check, immune or not (as Java): allow enough of them.
+    async with checked_broker(tmp_path, COMMIT, transaction_check_max=1000) as (h, svc, producer):
+        store = h.ctx.store
+        born_ms = now_ms()
+        sent = await send_half(h, b"immune", "UNIQ-8", CHECK_IMMUNITY_TIME_IN_SECONDS="1")
+        # Past transactionTimeOut (100 ms) but immune for 1 s: stored again, not checked,
+        # each copy remembering the first copy's queue offset.
+        await wait_until(
+            lambda: len(stored(store, RMQ_SYS_TRANS_HALF_TOPIC, 0)) >= 3, what="immune re-puts"
+        )
+        copies = stored(store, RMQ_SYS_TRANS_HALF_TOPIC, 0)[1:]
+        assert all(
+            c.properties[_C.PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET] == str(sent.queue_offset)
+            for c in copies
+        )
+        await wait_until(lambda: producer.checks, timeout=10, what="the check after immunity")
+        checked_at_ms = now_ms()
+        await wait_until(lambda: len(real(store)) == 1, timeout=10, what="the commit")
+        await more_rounds(svc)
+        assert checked_at_ms - born_ms >= 1000
+        assert len(producer.checks) == 1
+        assert [m.body for m in real(store)] == [b"immune"]
