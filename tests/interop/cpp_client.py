@@ -12,7 +12,8 @@ in native code, starts its own threads and writes logs under
   ``key|tag|shard|seq|``. MODE ``batch`` sends ``--batch-size`` (32) messages
   per ``send_batch`` (one SEND_MESSAGE with ``batch`` set). Prints ``PRODUCED
   mode=.. count=.. errors=.. seconds=.. started=<epoch s>`` (seconds: the send
-  loop; started: when it began).
+  loop; started: when it began); ``--results FILE`` gets ``key offset msgId``
+  per sync or orderly send, from the client's SendResult.
 - ``push NAMESRV TOPIC GROUP EXPRESSION EXPECTED TIMEOUT_S OUT``: a stock
   PushConsumer subscribed with EXPRESSION; writes ``key tag queue offset`` per
   message to OUT; once it has seen EXPECTED distinct keys it lingers
@@ -22,7 +23,7 @@ in native code, starts its own threads and writes logs under
   share is not known in advance). Exits 0 either way; the caller judges the file.
 - ``pull NAMESRV TOPIC GROUP EXPRESSION OUT``: a stock PullConsumer reading every
   queue from offset 0 until NO_NEW_MSG (``PullConsumer.pull`` iterates queues);
-  writes ``queue offset key tag body-prefix`` lines in pull order to OUT and
+  writes ``queue offset key tag msgId body-head`` lines in pull order to OUT and
   prints ``PULLED count=.. seconds=..``.
 
 Must not: judge results (the tests do), or run in the test process.
@@ -77,19 +78,24 @@ def _message(args: argparse.Namespace, i: int) -> tuple[Any, str, int]:
     return msg, key, shard
 
 
-def _send(producer: Any, args: argparse.Namespace, start: int) -> int:
-    """Send message ``start`` (or the batch starting there); how many were sent."""
+def _send(producer: Any, args: argparse.Namespace, start: int, results: TextIO | None) -> int:
+    """Send message ``start`` (or the batch starting there); how many were sent.
+
+    ``results`` gets ``key offset msgId`` per sync or orderly send (the client's
+    SendResult, built from the broker's reply)."""
     if args.mode == "batch":
         count: int = min(args.batch_size, args.n - start)
         producer.send_batch([_message(args, i)[0] for i in range(start, start + count)])
         return count
-    msg, _key, shard = _message(args, start)
-    if args.mode == "sync":
-        producer.send_sync(msg)
-    elif args.mode == "oneway":
+    msg, key, shard = _message(args, start)
+    if args.mode == "oneway":
         producer.send_oneway(msg)
-    else:
-        producer.send_orderly(msg, shard)
+        return 1
+    result = producer.send_sync(msg) if args.mode == "sync" else producer.send_orderly(msg, shard)
+    if int(result.status) != 0:
+        raise RuntimeError(f"send status {result.status!r}")
+    if results is not None:
+        results.write(f"{key} {result.offset} {result.msg_id}\n")
     return 1
 
 
@@ -101,11 +107,12 @@ def produce(args: argparse.Namespace) -> int:
     errors = 0
     epoch = time.time()
     started = time.monotonic()
+    results = open(args.results, "w", encoding="utf-8") if args.results else None  # noqa: SIM115
     try:
         i = 0
         while i < args.n:
             try:
-                i += _send(producer, args, i)
+                i += _send(producer, args, i, results)
             except Exception as exc:  # count and report; the caller sees errors=
                 errors += 1
                 print(f"SEND_ERROR index={i} error={exc!r}", file=sys.stderr, flush=True)
@@ -113,6 +120,8 @@ def produce(args: argparse.Namespace) -> int:
     finally:
         seconds = time.monotonic() - started
         producer.shutdown()
+        if results is not None:
+            results.close()
     print(
         f"PRODUCED mode={args.mode} count={args.n} errors={errors} seconds={seconds:.3f} "
         f"started={epoch:.3f}",
@@ -204,7 +213,7 @@ def pull(args: argparse.Namespace) -> int:
                 body = _text(msg.body[:64])
                 out.write(
                     f"{msg.queue_id} {msg.queue_offset} {_text(msg.keys)} {_text(msg.tags)} "
-                    f"{body.rsplit('|', 1)[0]}\n"
+                    f"{msg.id} {body.rsplit('|', 1)[0]}\n"
                 )
                 count += 1
     finally:
@@ -225,6 +234,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--shards", type=int, default=16)
     p.add_argument("--body-size", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--results", default="", help="file for `key offset msgId` per sync send")
     c = roles.add_parser("push")
     for name in ("namesrv", "topic", "group", "expression"):
         c.add_argument(name)

@@ -40,6 +40,7 @@ __all__ = [
     "node_or_fail",
     "read_pulled",
     "read_received",
+    "read_send_results",
     "start_cpp",
     "start_node",
 ]
@@ -80,6 +81,7 @@ class Received:
     queue_id: int
     queue_offset: int
     body: str = ""
+    msg_id: str = ""
 
 
 def read_received(path: Path) -> list[Received]:
@@ -95,11 +97,20 @@ def read_received(path: Path) -> list[Received]:
 
 
 def read_pulled(path: Path) -> list[Received]:
-    """Pull-consumer lines: ``queueId queueOffset key tag body-head``, in pull order."""
+    """Pull-consumer lines: ``queueId queueOffset key tag msgId body-head``, in pull order."""
     out = []
     for line in path.read_text("utf-8").splitlines():
-        queue_id, offset, key, tag, body = line.split(" ", 4)
-        out.append(Received(key, tag, int(queue_id), int(offset), body))
+        queue_id, offset, key, tag, msg_id, body = line.split(" ", 5)
+        out.append(Received(key, tag, int(queue_id), int(offset), body, msg_id))
+    return out
+
+
+def read_send_results(path: Path) -> dict[str, tuple[int, str]]:
+    """Producer ``--results`` lines: key -> (queueOffset, msgId) from its SendResult."""
+    out = {}
+    for line in path.read_text("utf-8").splitlines():
+        key, offset, msg_id = line.split(" ")
+        out[key] = (int(offset), msg_id)
     return out
 
 

@@ -43,6 +43,7 @@ from tests.interop.stock_support import (
     key_counts,
     read_pulled,
     read_received,
+    read_send_results,
     start_cpp,
 )
 from tests.support.cluster import start_broker, start_namesrv
@@ -84,6 +85,15 @@ def assert_exactly_once(records: list[Received], expected: list[Sent]) -> None:
     assert not wrong_tag, wrong_tag[:5]
 
 
+def assert_send_results_match(results: dict[str, tuple[int, str]], pulled: list[Received]) -> None:
+    """The SendResult of each key (queueOffset, msgId: the broker's reply as the C++
+    client read it) names the message the pull consumer found there."""
+    assert results
+    found = {r.key: (r.queue_offset, r.msg_id) for r in pulled}
+    wrong = [(k, v, found.get(k)) for k, v in results.items() if found.get(k) != v]
+    assert not wrong, f"{len(wrong)} send results differ from the pulled messages: {wrong[:3]}"
+
+
 def assert_queues_dense(records: list[Received]) -> None:
     """Per queue, the pulled offsets are 0..n-1 in order, over all ``QUEUES`` queues."""
     by_queue: dict[int, list[int]] = defaultdict(list)
@@ -97,15 +107,12 @@ def assert_queues_dense(records: list[Received]) -> None:
 async def produce(
     start_process: StartProcess, home: Path, namesrv: str, topic: str, mode: str, sent: list[Sent]
 ) -> dict[str, str]:
-    """Send ``sent`` (from ``expected_messages``) with one producer; no errors."""
+    """Send ``sent`` (from ``expected_messages``) with one producer; no errors.
+    Sync and orderly sends record their SendResults in ``<home>/<mode>.results``."""
     n, prefix = len(sent), sent[0].key[:-6]
-    proc = start_cpp(
-        start_process,
-        home,
-        f"cpp-produce-{mode}",
-        ["produce", namesrv, topic, mode, str(n), "--prefix", prefix, "--shards", str(SHARDS)],
-        PRODUCED,
-    )
+    args = ["produce", namesrv, topic, mode, str(n), "--prefix", prefix, "--shards", str(SHARDS)]
+    args += ["--results", str(home / f"{mode}.results")]
+    proc = start_cpp(start_process, home, f"cpp-produce-{mode}", args, PRODUCED)
     result = await finish(proc, CLIENT_TIMEOUT_S)
     assert (result["count"], result["errors"]) == (str(n), "0"), proc.tail()
     return result
@@ -158,6 +165,9 @@ async def test_sync_and_oneway_to_tag_filtered_push_and_full_pull(
     pulled = await pull_all(start_process, home, namesrv, topic, tmp_path / "pull.txt")
     assert_exactly_once(pulled, sent)
     assert_queues_dense(pulled)
+    sync_results = read_send_results(home / "sync.results")
+    assert sorted(sync_results) == [m.key for m in sync]
+    assert_send_results_match(sync_results, pulled)
     assert cpp_log_bytes(home) < LOG_LIMIT_BYTES
 
 
@@ -171,6 +181,7 @@ async def test_orderly_keeps_per_key_order_in_its_queue(
     pulled = await pull_all(start_process, home, namesrv, topic, tmp_path / "pull.txt")
     assert_exactly_once(pulled, sent)
     assert_queues_dense(pulled)
+    assert_send_results_match(read_send_results(home / "orderly.results"), pulled)
     by_key = {m.key: m for m in sent}
     seqs: dict[int, list[int]] = defaultdict(list)
     for r in pulled:  # pull order is queue by queue, each queue from offset 0 up
