@@ -253,7 +253,12 @@ class Producer:
 
             coro = chosen()
         else:
-            coro = self._send_default(out, self.config.retry_times_when_send_async_failed, timeout)
+            coro = self._send_default(
+                out,
+                self.config.retry_times_when_send_async_failed,
+                timeout,
+                retry_broker_errors=False,
+            )
         task = asyncio.get_running_loop().create_task(coro, name=f"send-async:{msg.topic}")
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
@@ -393,8 +398,14 @@ class Producer:
         )
         return self._publish[topic]
 
-    async def _send_default(self, out: _Outgoing, retries: int, timeout_ms: int) -> SendResult:
-        """Java's ``sendDefaultImpl`` for a sync send (see the module docstring)."""
+    async def _send_default(
+        self, out: _Outgoing, retries: int, timeout_ms: int, *, retry_broker_errors: bool = True
+    ) -> SendResult:
+        """Java's ``sendDefaultImpl`` (see the module docstring).
+
+        ``retry_broker_errors`` false is the async path, which Java retries only after
+        transport and client errors (``onExceptionImpl``), never after an error reply.
+        """
         begin = time.monotonic()
         info = await self._find_publish_info(out.topic)
         if not info.ok():
@@ -403,32 +414,37 @@ class Producer:
         last: MQClientError | None = None
         result: SendResult | None = None
         mq: MessageQueue | None = None
+        call_timeout = False
         for _ in range(1 + retries):
             mq = info.select_one_message_queue(None if mq is None else mq.broker_name)
             brokers_sent.append(mq.broker_name)
             left_ms = timeout_ms - int((time.monotonic() - begin) * 1000)
             if left_ms <= 0:
-                raise MQTooMuchRequestError("sendDefaultImpl call timeout") from last
+                call_timeout = True
+                break
             try:
                 result = await self._send_kernel(out, mq, left_ms, oneway=False)
             except MQBrokerError as exc:
                 last = exc
                 log.warning("send failed, broker=%s code=%s remark=%s", mq, exc.code, exc.remark)
-                if exc.retriable:  # PRODUCER_RETRY_RESPONSE_CODES, unless the reply was garbage
+                if exc.retriable and retry_broker_errors:  # PRODUCER_RETRY_RESPONSE_CODES
                     continue
+                if result is not None:
+                    return result  # an earlier attempt stored it (not SEND_OK), as Java
                 raise
             except MQClientError as exc:
                 last = exc
                 log.warning("send failed, resend at once broker=%s error=%s", mq, exc)
                 continue
             assert result is not None
-            if result.status is not SendStatus.SEND_OK and (
+            if result.status is SendStatus.SEND_OK or not (
                 self.config.retry_another_broker_when_not_store_ok
             ):
-                continue
-            return result
+                return result
         if result is not None:
             return result
+        if call_timeout:
+            raise MQTooMuchRequestError("sendDefaultImpl call timeout") from last
         cost_ms = int((time.monotonic() - begin) * 1000)
         raise SendFailedError(
             f"Send [{len(brokers_sent)}] times, still failed, cost [{cost_ms}]ms, "

@@ -13,6 +13,7 @@ from aiorocketmq.client.errors import (
     ClientStateError,
     InvalidArgumentError,
     MQBrokerError,
+    MQTooMuchRequestError,
     NoRouteError,
     SendFailedError,
 )
@@ -269,3 +270,40 @@ async def test_a_dead_broker_is_skipped_and_routes_refresh(
         job = producer.instance.route_job
         assert job is not None
         await wait_until(lambda: job.runs >= 2, what="a route refresh after the refused connect")
+
+
+async def test_async_send_does_not_retry_an_error_reply(
+    namesrv: NamesrvController, doubles: list[BrokerDouble]
+) -> None:
+    a = await _serve(namesrv, doubles, CodedBroker("broker-a", [ResponseCode.SYSTEM_ERROR]))
+    async with _producer(namesrv.address) as producer:
+        with pytest.raises(MQBrokerError) as err:
+            await producer.send_async(Message("T", b"x"))
+        assert err.value.code == ResponseCode.SYSTEM_ERROR and len(a.sends()) == 1
+        assert (await producer.send_async(Message("T", b"y"))).status is SendStatus.SEND_OK
+
+
+async def test_retry_another_broker_when_not_store_ok(
+    namesrv: NamesrvController, doubles: list[BrokerDouble]
+) -> None:
+    a = await _serve(namesrv, doubles, CodedBroker("broker-a", [ResponseCode.FLUSH_DISK_TIMEOUT]))
+    b = await _serve(namesrv, doubles, CodedBroker("broker-b", [ResponseCode.FLUSH_DISK_TIMEOUT]))
+    async with _producer(namesrv.address, retry_another_broker_when_not_store_ok=True) as producer:
+        result = await producer.send(Message("T", b"x"))
+        # Both brokers stored it with a caveat, then the third attempt got SEND_OK.
+        assert result.status is SendStatus.SEND_OK
+        assert len(a.sends()) + len(b.sends()) == 3
+        a.codes = [ResponseCode.FLUSH_DISK_TIMEOUT] * 3
+        b.codes = [ResponseCode.FLUSH_DISK_TIMEOUT] * 3
+        last = await producer.send(Message("T", b"y"))
+        assert last.status is SendStatus.FLUSH_DISK_TIMEOUT  # the last stored result
+
+
+async def test_a_spent_time_budget_is_a_call_timeout(
+    namesrv: NamesrvController, doubles: list[BrokerDouble]
+) -> None:
+    await _serve(namesrv, doubles, CodedBroker("broker-a", []))
+    async with _producer(namesrv.address) as producer:
+        await producer.send(Message("T", b"warm"))
+        with pytest.raises(MQTooMuchRequestError, match="sendDefaultImpl call timeout"):
+            await producer.send(Message("T", b"x"), timeout_ms=0)
