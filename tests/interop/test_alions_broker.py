@@ -99,11 +99,20 @@ async def produce(
         tmp_path / "node-home",
         f"alions-produce-{prefix}",
         "alions_produce.js",
-        [namesrv, TOPIC, str(len(sent)), prefix],
+        [namesrv, TOPIC, str(len(sent)), prefix, "8", str(tmp_path / f"{prefix}.results")],
         PRODUCED,
     )
     result = await finish(proc, CLIENT_TIMEOUT_S)
     assert (result["count"], result["errors"]) == (str(len(sent)), "0"), proc.tail()
+
+
+def send_results(path: Path) -> dict[str, tuple[int, int]]:
+    """``alions_produce.js`` results: key -> (queueId, queueOffset) of its SendResult."""
+    out = {}
+    for line in path.read_text("utf-8").splitlines():
+        key, queue_id, offset = line.split(" ")
+        out[key] = (int(queue_id), int(offset))
+    return out
 
 
 async def test_alions_produces_and_consumes_with_tag_filter(
@@ -127,7 +136,12 @@ async def test_alions_produces_and_consumes_with_tag_filter(
     await finish(ab, CLIENT_TIMEOUT_S)
     await finish(every, CLIENT_TIMEOUT_S)
     assert_exactly_once(read_received(ab_out), wanted)
-    assert_exactly_once(read_received(all_out), first)
+    everything = read_received(all_out)
+    assert_exactly_once(everything, first)
+    # Each SendResult (the broker's queueId/queueOffset as ali-ons read them) names
+    # where the consumer found that message.
+    found = {r.key: (r.queue_id, r.queue_offset) for r in everything}
+    assert send_results(tmp_path / "a.results") == found
     # The group committed its offsets when it closed (ali-ons sends -1 for a queue it
     # holds at 0; the broker ignores that): a restart sees only the new messages.
     second = expected_messages(600, "b")

@@ -2,12 +2,14 @@
 // Sends N messages with the stock ali-ons producer (SEND_MESSAGE_V2), each with a key and
 // a tag, and prints one line: `PRODUCED count=<n> errors=<n> seconds=<s>`.
 // Message i: key `<prefix><i, 6 digits>`, tag TAGS[i % 3], body `key|tag|`.
-// Usage: node alions_produce.js <nameSrv host:port> <topic> <n> <prefix> [window]
+// Usage: node alions_produce.js <nameSrv host:port> <topic> <n> <prefix> [window] [results]
 // `window` sends run concurrently (default 8); every send is awaited before exit.
+// `results` (a file) gets `key queueId queueOffset` per send, from its SendResult.
+const fs = require('fs');
 const { Producer, Message } = require('ali-ons');
 
 const TAGS = ['TagA', 'TagB', 'TagC'];
-const [nameSrv, topic, nText, prefix, windowText] = process.argv.slice(2);
+const [nameSrv, topic, nText, prefix, windowText, resultsPath] = process.argv.slice(2);
 const n = Number(nText);
 const window = Number(windowText || 8);
 
@@ -23,6 +25,7 @@ async function main() {
   const started = Date.now();
   let next = 0;
   let errors = 0;
+  const results = [];
   async function worker() {
     while (next < n) {
       const i = next++;
@@ -33,6 +36,7 @@ async function main() {
       try {
         const result = await producer.send(msg);
         if (result.sendStatus !== 'SEND_OK') throw new Error(result.sendStatus);
+        results.push(`${key} ${result.messageQueue.queueId} ${result.queueOffset}\n`);
       } catch (err) {
         errors++;
         console.error(`SEND_ERROR key=${key}`, err);
@@ -41,6 +45,7 @@ async function main() {
   }
   await Promise.all(Array.from({ length: window }, worker));
   const seconds = (Date.now() - started) / 1000;
+  if (resultsPath) fs.writeFileSync(resultsPath, results.join(''));
   console.log(`PRODUCED count=${n} errors=${errors} seconds=${seconds.toFixed(3)}`);
   await producer.close();
 }
