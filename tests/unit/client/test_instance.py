@@ -229,13 +229,18 @@ async def test_notify_consumer_ids_changed_reaches_the_consumer(cluster: Cluster
         notify = RemotingCommand.request(
             RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "G"}
         )
+        bad = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {})
+        await master.server.invoke_oneway(conn, bad)  # no consumerGroup: ignored, no crash
         await master.server.invoke_oneway(conn, notify)
         await wait_until(lambda: consumer.changed == 1, what="the consumer told")
+        bad_reply = await master.server.invoke(conn, bad, 5.0)
+        assert (bad_reply.code, bad_reply.remark) == (1, "the custom field <consumerGroup> is null")
         two_way = RemotingCommand.request(
             RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "other"}
         )
         reply = await master.server.invoke(conn, two_way, 5.0)
         assert reply.code == 0 and instance.consumer_ids_changed_count == 2
+        assert consumer.changed == 1
     assert consumer.persisted >= 1  # shutdown persists offsets once more
 
 
