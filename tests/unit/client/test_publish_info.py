@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from aiorocketmq.client.publish_info import (
     SendWhichQueue,
     TopicPublishInfo,
@@ -107,3 +110,25 @@ def test_random_and_round_robin_selectors() -> None:
     assert {select_by_random(MQS, Message("T"), None) for _ in range(200)} <= set(MQS)
     rr = RoundRobinSelector()
     assert [rr(MQS[:3], Message("T"), None) for _ in range(4)] == [*MQS[:3], MQS[0]]
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from("abcd"), st.integers(1, 4)), min_size=1, max_size=4),
+    st.integers(0, 2**31 - 1),
+    st.sampled_from("abcd"),
+)
+def test_selection_skips_the_failed_broker_whenever_another_exists(
+    brokers: list[tuple[str, int]], start: int, failed: str
+) -> None:
+    queues = [
+        MessageQueue("T", f"broker-{b}", i) for b, n in dict(brokers).items() for i in range(n)
+    ]
+    info = TopicPublishInfo(queues, send_which_queue=SendWhichQueue(start))
+    picked = info.select_one_message_queue(f"broker-{failed}")
+    assert picked in queues
+    if any(mq.broker_name != f"broker-{failed}" for mq in queues):
+        assert picked.broker_name != f"broker-{failed}"
+    # Without a failure, consecutive picks walk the list in order.
+    first = info.select_one_message_queue()
+    second = info.select_one_message_queue()
+    assert queues.index(second) == (queues.index(first) + 1) % len(queues)

@@ -16,6 +16,7 @@ from aiorocketmq.client.pull_consumer import PullConsumer
 from aiorocketmq.client.results import PullStatus
 from aiorocketmq.common.message import Message, MessageQueue
 from aiorocketmq.namesrv.server import NamesrvController
+from aiorocketmq.remoting.config import RemotingClientConfig
 from tests.support.wait import wait_until
 from tests.unit.client.conftest import StartBroker
 
@@ -142,3 +143,45 @@ async def test_one_group_per_instance_and_state_errors(namesrv: NamesrvControlle
         with pytest.raises(ClientStateError, match="has been created before"):
             await PullConsumer("CG", client_config=_client(namesrv), manager=manager).start()
     await manager.close()
+
+
+async def test_json_headers_only_as_with_a_stock_broker(
+    namesrv: NamesrvController, start_broker: StartBroker
+) -> None:
+    """Apache brokers read JSON (and ROCKETMQ) headers only: the client works that way too."""
+    await start_broker("broker-a")
+    json_only = RemotingClientConfig(serialize_type="JSON")
+    producer_cfg = ClientConfig(
+        namesrv_addr=namesrv.address, client_ip="127.0.0.1", instance_name="pj", remoting=json_only
+    )
+    consumer_cfg = ClientConfig(
+        namesrv_addr=namesrv.address, client_ip="127.0.0.1", instance_name="cj", remoting=json_only
+    )
+    mq = MessageQueue("JsonTopic", "broker-a", 2)
+    async with Producer("PG", client_config=producer_cfg) as producer:
+        sent = [
+            await producer.send(Message("JsonTopic", f"j{i}".encode()), mq=mq) for i in range(5)
+        ]
+        batch = await producer.send_batch(
+            [Message("JsonTopic", b"b1"), Message("JsonTopic", b"b2")], mq=mq
+        )
+    assert [r.queue_offset for r in sent] == [0, 1, 2, 3, 4] and batch.queue_offset == 5
+    async with PullConsumer("CG", client_config=consumer_cfg) as consumer:
+
+        async def all_there() -> bool:
+            return await consumer.max_offset(mq) == 7
+
+        await wait_until(all_there, what="7 messages dispatched")
+        result = await consumer.pull(mq, "*", 0, 32)
+        assert [m.body for m in result.msg_found_list] == [
+            b"j0",
+            b"j1",
+            b"j2",
+            b"j3",
+            b"j4",
+            b"b1",
+            b"b2",
+        ]
+        consumer.update_consume_offset(mq, 7)
+        await consumer.persist_offsets_now()
+        assert await consumer.fetch_consume_offset(mq, from_store=True) == 7
