@@ -257,12 +257,15 @@ def _disk_figures_blocking(commit_log_dir: Path, cq_dir: Path, root: Path) -> di
     out[f"commitLogDiskRatio_{commit_log_dir}"] = java_double(cl_ratio)
     out["commitLogDiskRatio"] = java_double(cl_ratio)
     out["consumeQueueDiskRatio"] = java_double(ratio(cq_dir))
-    if root.exists():
+    # Java adds the key only when the root directory exists.
+    try:
         usage = shutil.disk_usage(root)
-        out["commitLogDirCapacity"] = (
-            f"Total : {human_readable_byte_count(usage.total)}, "
-            f"Free : {human_readable_byte_count(usage.free)}."
-        )
+    except OSError:
+        return out
+    out["commitLogDirCapacity"] = (
+        f"Total : {human_readable_byte_count(usage.total)}, "
+        f"Free : {human_readable_byte_count(usage.free)}."
+    )
     return out
 
 

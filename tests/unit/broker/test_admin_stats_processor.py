@@ -200,6 +200,19 @@ async def test_sampler_service_samples_at_start(tmp_path: Path) -> None:
         await sampler.shutdown()
 
 
+async def test_broker_stats_service_waits_for_midnight() -> None:
+    clock = ManualClock()
+    stats = StoreStats(put_message_times_total=9)
+    daily = BrokerStats(stats, clock)
+    await daily.start()
+    try:
+        # started, but nothing recorded before the first midnight (as Java)
+        assert daily.running and daily.msg_put_total_today_morning == 0
+    finally:
+        await daily.shutdown()
+    assert daily.failures == []
+
+
 @pytest.mark.parametrize(
     ("value", "text"),
     [
