@@ -108,6 +108,10 @@ class Producer:
         remark = validate_group(group)
         if remark is not None:
             raise InvalidArgumentError(remark)
+        if group == "DEFAULT_PRODUCER":  # MixAll.DEFAULT_PRODUCER_GROUP is reserved
+            raise InvalidArgumentError(
+                "producerGroup can not equal DEFAULT_PRODUCER, please specify another one."
+            )
         if client_config is None:
             if namesrv_addr is None:
                 raise InvalidArgumentError("namesrv_addr or client_config is required")

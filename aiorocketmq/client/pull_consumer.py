@@ -84,6 +84,10 @@ class PullConsumer:
         remark = validate_group(group)
         if remark is not None:
             raise InvalidArgumentError(remark)
+        if group == "DEFAULT_CONSUMER":  # MixAll.DEFAULT_CONSUMER_GROUP is reserved
+            raise InvalidArgumentError(
+                "consumerGroup can not equal DEFAULT_CONSUMER, please specify another one."
+            )
         if client_config is None:
             if namesrv_addr is None:
                 raise InvalidArgumentError("namesrv_addr or client_config is required")

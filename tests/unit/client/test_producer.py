@@ -115,6 +115,8 @@ def test_group_and_namesrv_required() -> None:
         Producer("bad group", "127.0.0.1:1")
     with pytest.raises(InvalidArgumentError):
         Producer("PG")
+    with pytest.raises(InvalidArgumentError, match="can not equal DEFAULT_PRODUCER"):
+        Producer("DEFAULT_PRODUCER", "127.0.0.1:1")
     with pytest.raises(ClientStateError):
         _ = _producer().instance
 

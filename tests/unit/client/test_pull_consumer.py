@@ -137,6 +137,10 @@ async def test_broadcasting_offsets_live_in_a_local_file(
 async def test_one_group_per_instance_and_state_errors(namesrv: NamesrvController) -> None:
     with pytest.raises(ClientStateError):
         _ = PullConsumer("CG", client_config=_client(namesrv)).offset_store
+    with pytest.raises(InvalidArgumentError, match="can not equal DEFAULT_CONSUMER"):
+        PullConsumer("DEFAULT_CONSUMER", namesrv.address)
+    with pytest.raises(InvalidArgumentError, match="namesrv_addr or client_config"):
+        PullConsumer("CG")
     manager = ClientManager()
     async with PullConsumer("CG", client_config=_client(namesrv), manager=manager) as first:
         assert first.consumer_data().consume_type.name == "CONSUME_ACTIVELY"
