@@ -121,3 +121,28 @@ async def test_sends_move_to_the_other_broker_when_one_is_killed(
         f"before-{i}" for i, r in enumerate(before) if r.message_queue.broker_name == "broker-b"
     ]
     assert Counter(pulled) == Counter(on_b + [f"after-{i}" for i in range(300)])
+
+
+@pytest.mark.slow
+async def test_100k_messages_batched_are_all_pulled_none_lost(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    _, namesrv = await start_namesrv(start_process, tmp_path)
+    await start_broker(start_process, tmp_path, namesrv, "broker-a")
+    total, per_batch = 100_000, 100
+    async with Producer("PG", client_config=_client(namesrv, "producer")) as producer:
+        for start in range(0, total, per_batch * 4):
+            batches = [
+                [
+                    Message("BigTopic", b"y" * 1024, properties={"KEYS": f"m{i}"})
+                    for i in range(first, first + per_batch)
+                ]
+                for first in range(start, start + per_batch * 4, per_batch)
+            ]
+            results = await asyncio.gather(*[producer.send_batch(b) for b in batches])
+            assert all(r.status is SendStatus.SEND_OK for r in results)
+    async with PullConsumer("CG", client_config=_client(namesrv, "consumer")) as consumer:
+        mqs = await consumer.fetch_subscribe_message_queues("BigTopic")
+        await _wait_dispatched(consumer, mqs, total)
+        pulled = await _read_all(consumer, mqs)
+    assert len(pulled) == total and set(pulled) == {f"m{i}" for i in range(total)}
