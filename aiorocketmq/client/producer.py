@@ -251,11 +251,11 @@ class Producer:
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
         if mq is not None or selector is not None:
 
-            async def chosen() -> SendResult:
+            async def _chosen() -> SendResult:
                 target = await self._resolve_queue(out, msg, mq, selector, arg)
                 return await self._send_once(out, target, timeout)
 
-            coro = chosen()
+            coro = _chosen()
         else:
             coro = self._send_default(
                 out,
