@@ -19,8 +19,10 @@ Rates come from the clients' own clocks (send loop start to end, over all
 producers; first to last message received), so process start-up and rebalancing
 are not counted. For each phase the CPU time of the broker (``/proc/<pid>/stat``)
 and of the client processes (their rusage, start-up included) over the clients'
-lifetime is shown as a share of one core; a side at >= 85 % is named as the one
-that saturated (this machine has 2 cores, so broker and clients compete).
+lifetime is shown in cores (1.00 = one core busy), with what other processes on
+the machine used meanwhile (``/proc/stat``); a side at >= 0.85 (clients: per
+process) is named as the one that saturated, and a machine whose cores were all
+>= 85 % busy is said so (this machine has 2 cores, shared with other work).
 Afterwards GET_MAX_OFFSET over each topic's queues confirms every message was
 stored.
 
@@ -107,6 +109,7 @@ class ClientRun:
     wall_s: float
     client_cpu_s: float
     broker_cpu_s: float
+    machine_cpu_s: float
 
     def span_s(self) -> float:
         """First send start to last send end, over producers (``started``/``seconds``)."""
@@ -120,7 +123,7 @@ def run_clients(
 ) -> ClientRun:
     """Run ``cpp_client.py *args`` for each argument list at once, to completion,
     measuring the broker's CPU and the clients' (their rusage)."""
-    b0, w0 = broker.cpu_s(), time.perf_counter()
+    b0, m0, w0 = broker.cpu_s(), machine_busy_s(), time.perf_counter()
     procs = [
         subprocess.Popen(
             [sys.executable, str(CPP_SCRIPT), *args], stdout=subprocess.PIPE, text=True, env=env
@@ -138,7 +141,14 @@ def run_clients(
             raise RuntimeError(f"client failed ({proc.returncode}): {stdout[-2000:]}")
         fields.append(dict(re.findall(r"(\w+)=(\S+)", match.group(0))))
     wall = time.perf_counter() - w0
-    return ClientRun(fields, wall, client_cpu, broker.cpu_s() - b0)
+    return ClientRun(fields, wall, client_cpu, broker.cpu_s() - b0, machine_busy_s() - m0)
+
+
+def machine_busy_s() -> float:
+    """CPU seconds all cores spent busy so far (``/proc/stat``: all but idle, iowait)."""
+    with open("/proc/stat") as f:
+        ticks = [int(v) for v in f.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / CLK_TCK
 
 
 SATURATED_SHARE = 0.85
@@ -148,16 +158,23 @@ def report(name: str, count: int, seconds: float, run: ClientRun) -> None:
     """One figure line: rate, CPU shares, which side saturated (if either did)."""
     broker_share = run.broker_cpu_s / run.wall_s
     client_share = run.client_cpu_s / run.wall_s
-    busier = "broker" if broker_share >= client_share else "client"
-    if max(broker_share, client_share) >= SATURATED_SHARE:
-        verdict = f"{busier} saturated"
+    machine_share = run.machine_cpu_s / run.wall_s
+    others = max(0.0, machine_share - broker_share - client_share)
+    per_client = client_share / len(run.fields)
+    busier = "broker" if broker_share >= client_share else "clients"
+    if broker_share >= SATURATED_SHARE:
+        verdict = "broker saturated"
+    elif per_client >= SATURATED_SHARE:
+        verdict = "client saturated"
+    elif machine_share >= SATURATED_SHARE * (os.cpu_count() or 1):
+        verdict = f"all cores busy, other processes included ({busier} busier)"
     else:
         # E.g. one sync client: one request in flight, broker and client take turns.
         verdict = f"neither saturated ({busier} busier)"
     print(
         f"{name:<22} {count:>7} msgs in {seconds:7.2f} s = {count / seconds:>9,.0f} msgs/s"
-        f" | CPU over {run.wall_s:5.1f} s: broker {broker_share:4.0%}, client"
-        f" {client_share:4.0%} of a core -> {verdict}"
+        f" | CPU over {run.wall_s:5.1f} s, in cores: broker {broker_share:.2f}, clients"
+        f" {client_share:.2f}, other processes {others:.2f} -> {verdict}"
     )
 
 
@@ -287,7 +304,8 @@ def main() -> None:
     args = parser.parse_args()
     print(
         f"stock C++ client (rocketmq 0.4.4) -> mqbroker; {args.messages} x {BODY_BYTES} B, "
-        f"{os.cpu_count()} CPUs, ASYNC_FLUSH, 128 MiB CommitLog files"
+        f"{os.cpu_count()} CPUs, ASYNC_FLUSH, 128 MiB CommitLog files; load average "
+        f"{os.getloadavg()[0]:.2f}"
     )
     with tempfile.TemporaryDirectory(prefix="stock-bench-") as tmp:
         bench(Path(tmp), args.messages, args)
