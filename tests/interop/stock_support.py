@@ -33,6 +33,7 @@ __all__ = [
     "Received",
     "Sent",
     "StartProcess",
+    "assert_exactly_once",
     "cpp_log_bytes",
     "expected_messages",
     "finish",
@@ -117,6 +118,20 @@ def read_send_results(path: Path) -> dict[str, tuple[int, str]]:
 def key_counts(records: Sequence[Received]) -> Counter[str]:
     """How often each key arrived."""
     return Counter(r.key for r in records)
+
+
+def assert_exactly_once(records: Sequence[Received], expected: Sequence[Sent]) -> None:
+    """Every expected key arrived once; nothing else did; each with the tag it was sent with."""
+    counts = key_counts(records)
+    want = {m.key: m.tag for m in expected}
+    missing = sorted(set(want) - set(counts))
+    foreign = sorted(set(counts) - set(want))
+    twice = sorted(k for k, n in counts.items() if n > 1)
+    assert not missing, f"{len(missing)} missing, e.g. {missing[:5]}"
+    assert not foreign, f"{len(foreign)} foreign, e.g. {foreign[:5]}"
+    assert not twice, f"{len(twice)} delivered more than once, e.g. {twice[:5]}"
+    wrong_tag = [r for r in records if want[r.key] != r.tag]
+    assert not wrong_tag, f"tags differ from what was sent: {wrong_tag[:5]}"
 
 
 def start_cpp(

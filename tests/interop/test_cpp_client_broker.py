@@ -37,10 +37,10 @@ from tests.interop.stock_support import (
     Received,
     Sent,
     StartProcess,
+    assert_exactly_once,
     cpp_log_bytes,
     expected_messages,
     finish,
-    key_counts,
     read_pulled,
     read_received,
     read_send_results,
@@ -69,20 +69,6 @@ async def cluster(start_process: StartProcess, tmp_path: Path) -> str:
     _ns, namesrv = await start_namesrv(start_process, tmp_path)
     await start_broker(start_process, tmp_path, namesrv)
     return namesrv
-
-
-def assert_exactly_once(records: list[Received], expected: list[Sent]) -> None:
-    """Every expected key once; nothing else; tags as sent."""
-    counts = key_counts(records)
-    want = {m.key: m.tag for m in expected}
-    missing = sorted(set(want) - set(counts))
-    foreign = sorted(set(counts) - set(want))
-    twice = sorted(k for k, n in counts.items() if n > 1)
-    assert not missing, f"{len(missing)} missing, e.g. {missing[:5]}"
-    assert not foreign, f"{len(foreign)} foreign, e.g. {foreign[:5]}"
-    assert not twice, f"{len(twice)} delivered more than once, e.g. {twice[:5]}"
-    wrong_tag = [r for r in records if want[r.key] != r.tag]
-    assert not wrong_tag, wrong_tag[:5]
 
 
 def assert_send_results_match(results: dict[str, tuple[int, str]], pulled: list[Received]) -> None:
