@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 IDLE_WAIT_S: Final = 0.1
 """Longest a writer waits for new data without being woken (Java's 100 ms)."""
 
+YIELD_BYTES: Final = 1024 * 1024
+"""Bytes a writer sends before it yields to the loop (a few ms of work at most)."""
+
 READ_CHUNK: Final = 64 * 1024
 """Bytes read per call from a slave; reports are 8 bytes, so this is plenty."""
 
@@ -236,6 +239,7 @@ class HAServer(Service):
             conn.addr, conn.transfer_from, conn.request_offset,
         )  # fmt: skip
         last_write_ms = self.clock.monotonic_ms()
+        unyielded = 0
         while True:
             conn.wake.clear()  # before looking, so a put after the look is not lost
             frame = self._next_frame(conn)
@@ -245,7 +249,17 @@ class HAServer(Service):
                 writer.write(frame)
                 last_write_ms = self.clock.monotonic_ms()
                 await writer.drain()
+                # drain() returns without yielding while the transport takes
+                # everything (loopback): yield every YIELD_BYTES, or a backlog would
+                # starve puts and the dispatcher until it is all sent; but not after
+                # every frame, or under load the slave would get one frame per turn
+                # of a loop that puts many.
+                unyielded += len(frame)
+                if unyielded >= YIELD_BYTES:
+                    unyielded = 0
+                    await asyncio.sleep(0)
                 continue
+            unyielded = 0
             idle_s = min(IDLE_WAIT_S, self._heartbeat_ms / 1000)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(idle_s):

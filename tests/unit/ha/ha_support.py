@@ -131,8 +131,14 @@ def commit_log_files(store: MessageStore) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in files}
 
 
-def queue_bodies(store: MessageStore, topic: str = TOPIC, queue_id: int = 0) -> dict[int, bytes]:
-    """queue offset -> body of every message of a queue, pulled with ``get_message``."""
+async def queue_bodies(
+    store: MessageStore, topic: str = TOPIC, queue_id: int = 0
+) -> dict[int, bytes]:
+    """queue offset -> body of every message of a queue, pulled with ``get_message``.
+
+    Waits first until the store's dispatcher has caught up with its CommitLog.
+    """
+    assert await store.dispatcher.wait_dispatched(store.max_phy_offset)
     found: dict[int, bytes] = {}
     offset = store.get_min_offset_in_queue(topic, queue_id)
     while offset < store.get_max_offset_in_queue(topic, queue_id):

@@ -51,8 +51,8 @@ async def test_empty_slave_follows_across_files_byte_identically(pair: HAPair) -
     assert commit_log_files(pair.slave) == master_files
     # The slave's dispatcher built its queues from the replicated bytes.
     assert await pair.slave.dispatcher.wait_dispatched(pair.slave.max_phy_offset)
-    bodies = queue_bodies(pair.slave)
-    assert bodies == queue_bodies(pair.master)
+    bodies = await queue_bodies(pair.slave)
+    assert bodies == await queue_bodies(pair.master)
     assert sorted(bodies) == list(range(300))
     assert bodies[299] == (299).to_bytes(4, "big") + BODY_1K
 
@@ -71,14 +71,15 @@ async def test_new_slave_starts_at_the_masters_last_file(tmp_path: Path) -> None
         assert list(slave_files) == [f"{last_start:020d}"]
         assert slave_files[f"{last_start:020d}"] == master_files[f"{last_start:020d}"]
         assert await slave.dispatcher.wait_dispatched(slave.max_phy_offset)
-        on_slave = queue_bodies(slave)
+        on_slave = await queue_bodies(slave)
         assert on_slave and max(on_slave) == 299 and min(on_slave) > 0
-        on_master = queue_bodies(master)
+        on_master = await queue_bodies(master)
         assert on_slave == {k: on_master[k] for k in on_slave}
         # and the slave keeps following
         await put_many(master, 5)
         await pair.caught_up()
-        assert max(queue_bodies(slave)) == 304
+        assert await slave.dispatcher.wait_dispatched(slave.max_phy_offset)
+        assert max(await queue_bodies(slave)) == 304
     finally:
         await pair.close()
 
@@ -211,7 +212,7 @@ async def test_bad_master_stream_makes_the_slave_reconnect_untouched(
         assert commit_log_files(slave)[f"{0:020d}"][:end] == data
         assert not any(commit_log_files(slave)[f"{0:020d}"][end:])
         assert await slave.dispatcher.wait_dispatched(end)
-        assert sorted(queue_bodies(slave)) == [0, 1, 2]
+        assert sorted(await queue_bodies(slave)) == [0, 1, 2]
     finally:
         await slave_ha.shutdown()
         await slave.shutdown()
@@ -259,3 +260,20 @@ async def test_slave_without_a_master_address_waits_then_connects(tmp_path: Path
 async def test_slave_store_refuses_client_writes(pair: HAPair) -> None:
     result = await pair.slave.put_message(inner(b"x"))
     assert result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+
+
+async def test_slave_drops_a_silent_master_and_reconnects(tmp_path: Path) -> None:
+    # A "master" that takes the report and then sends nothing, not even heartbeats.
+    server, reports, done = await _fake_master([b"", b""])
+    port = server.sockets[0].getsockname()[1]
+    slave, slave_ha = await start_slave(slave_config(tmp_path, ha_housekeeping_interval=300), port)
+    try:
+        await wait_until(done, timeout=10, what="two housekeeping reconnects")
+        assert reports == [0, 0, 0]
+        client = slave_ha.client
+        assert client is not None and client.reconnects >= 2
+    finally:
+        await slave_ha.shutdown()
+        await slave.shutdown()
+        server.close()
+        await server.wait_closed()

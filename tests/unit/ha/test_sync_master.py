@@ -80,7 +80,8 @@ async def test_concurrent_puts_are_released_together_by_acks(sync_pair: HAPair) 
     assert server.group_transfer.pending == 0
     await sync_pair.caught_up()
     assert await sync_pair.slave.dispatcher.wait_dispatched(sync_pair.slave.max_phy_offset)
-    assert sum(len(queue_bodies(sync_pair.slave, queue_id=q)) for q in range(4)) == 200
+    counts = [len(await queue_bodies(sync_pair.slave, queue_id=q)) for q in range(4)]
+    assert sum(counts) == 200
 
 
 async def test_batch_put_waits_for_the_slave_too(sync_pair: HAPair) -> None:
