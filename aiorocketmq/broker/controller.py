@@ -37,17 +37,28 @@ from aiorocketmq.broker.long_polling import PullRequestHoldService
 from aiorocketmq.broker.offsets import ConsumerOffsetFlushService, ConsumerOffsetManager
 from aiorocketmq.broker.outer_api import BrokerIdentity, BrokerOuterAPI
 from aiorocketmq.broker.processors.admin import AdminProcessor
+from aiorocketmq.broker.processors.admin_stats import (
+    AdminStatsProcessor,
+    BrokerStats,
+    StoreStatsSampler,
+)
 from aiorocketmq.broker.processors.client_manage import (
     ClientManageProcessor,
     ConsumerIdsChangedNotifier,
 )
 from aiorocketmq.broker.processors.consumer_manage import ConsumerManageProcessor
+from aiorocketmq.broker.processors.end_transaction import EndTransactionProcessor
 from aiorocketmq.broker.processors.pull import PullProcessor
+from aiorocketmq.broker.processors.query import QueryProcessor
 from aiorocketmq.broker.processors.send import SendProcessor
+from aiorocketmq.broker.processors.send_back import SendBackProcessor
 from aiorocketmq.broker.rebalance_lock import RebalanceLockManager, RebalanceLockProcessor
 from aiorocketmq.broker.registration import BrokerRegistrar
+from aiorocketmq.broker.schedule import ScheduleMessageService
 from aiorocketmq.broker.subscription_group import SubscriptionGroupManager
 from aiorocketmq.broker.topic_config import TopicConfigManager
+from aiorocketmq.broker.transaction.check_service import TransactionalMessageCheckService
+from aiorocketmq.broker.transaction.half_service import TransactionalMessageBridge
 from aiorocketmq.common.clock import Clock, SystemClock
 from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection
 from aiorocketmq.remoting.server import RemotingServer
@@ -117,6 +128,13 @@ class BrokerController(Service):
             self.ctx.offsets, settings.broker.flush_consumer_offset_interval
         )
         self.locks = RebalanceLockManager(self.clock)
+        self.schedule = ScheduleMessageService(self.store, self._executor, clock=self.clock)
+        self.sampler = StoreStatsSampler(self.store.stats, self.clock)
+        self.broker_stats = BrokerStats(self.store.stats, self.clock)
+        self.transactions = TransactionalMessageBridge(self.ctx)
+        self.transaction_check = TransactionalMessageCheckService(
+            self.ctx, self.transactions, invoke_oneway=self.server.invoke_oneway
+        )
         self.registrar = BrokerRegistrar(
             settings.broker, self.ctx.topics, self.identity, BrokerOuterAPI(settings.client)
         )
@@ -150,7 +168,16 @@ class BrokerController(Service):
         ConsumerManageProcessor(self.ctx).register(self.table)
         ClientManageProcessor(self.ctx).register(self.table)
         RebalanceLockProcessor(self.locks).register(self.table)
-        AdminProcessor(self.ctx).register(self.table)
+        AdminProcessor(self.ctx, delay_offsets=self.schedule.encode).register(self.table)
+        AdminStatsProcessor(
+            self.ctx,
+            boot_timestamp_ms=self.clock.now_ms(),
+            sampler=self.sampler,
+            broker_stats=self.broker_stats,
+        ).register(self.table)
+        SendBackProcessor(self.ctx).register(self.table)
+        QueryProcessor(self.ctx).register(self.table)
+        EndTransactionProcessor(self.ctx, self.transactions).register(self.table)
         self.ctx.consumers.set_listener(self.notifier)
         self.store.add_arrival_listener(self.hold.on_arrival)
         self.server.add_connection_listener(on_close=self._on_connection_closed)
@@ -211,6 +238,11 @@ class BrokerController(Service):
         self.ctx.store_host = (self.ctx.store_host[0], self.server.port)
         await self.hold.start()
         await self.offset_flush.start()
+        await self.sampler.start()
+        await self.broker_stats.start()
+        # Master-only work (idle on a slave: the services check the role themselves).
+        await self.schedule.start()
+        await self.transaction_check.start()
         self.periodic(
             CLIENT_SCAN_INTERVAL_MS / 1000, self.scan_not_active_channels, name="client-scan"
         )
@@ -222,6 +254,8 @@ class BrokerController(Service):
         await self.server.shutdown()
         await self.hold.shutdown()
         await self.notifier.wait_sent()
+        for service in (self.transaction_check, self.schedule, self.sampler, self.broker_stats):
+            await service.shutdown()
         await self.store.shutdown()
         await self.offset_flush.shutdown()
         for manager in (self.ctx.topics, self.ctx.groups):
