@@ -32,7 +32,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/mypy --strict aiorocketmq/common aiorocketmq/runtime aiorocketmq/remoting \
 		aiorocketmq/store aiorocketmq/namesrv aiorocketmq/broker aiorocketmq/cli/namesrv.py \
-		aiorocketmq/cli/broker.py aiorocketmq/admin aiorocketmq/cli/admin.py
+		aiorocketmq/cli/broker.py aiorocketmq/admin aiorocketmq/cli/admin.py aiorocketmq/client
 
 ## interop-deps: ali-ons for tests/interop when npm exists (CI has Node); idempotent
 interop-deps:
