@@ -4,9 +4,8 @@ ali-ons sends with SEND_MESSAGE_V2 (one-letter fields, native JSON types),
 heartbeats with enum names, pulls with sysFlag 6/7, and commits offset -1 for a
 queue at offset 0 (PITFALLS.md). Its producer cannot auto-create a topic (a
 TOPIC_NOT_EXIST route reply ends the send before it would try ``TBW102``), so the
-topic is provisioned the way an operator does before starting the broker: in its
-``topics.json``. Clients get ``clientIP`` 127.0.0.1 (ali-ons reads the machine's
-interfaces otherwise).
+topic is created first, as an operator would: ``mqadmin updateTopic``. Clients
+get ``clientIP`` 127.0.0.1 (ali-ons reads the machine's interfaces otherwise).
 
 Checks count messages by key: none missing, none foreign, none twice, across a
 tag-filtered group and a ``*`` group running at the same time, then a restart of
@@ -20,8 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.broker.config_manager import TOPICS_FILE, config_file_path
-from aiorocketmq.common.topic_config import TopicConfig, TopicConfigSerializeWrapper
 from tests.interop.stock_support import (
     CONSUMED,
     PRODUCED,
@@ -45,12 +42,21 @@ TOPIC = "TopicAliOns"
 QUEUES = 4
 
 
-def provision_topic(store_root: Path) -> None:
-    """Write ``topics.json`` holding ``TOPIC`` (read-write, ``QUEUES`` queues)."""
-    path = config_file_path(store_root, TOPICS_FILE)
-    path.parent.mkdir(parents=True)
-    table = TopicConfigSerializeWrapper({TOPIC: TopicConfig(TOPIC, QUEUES, QUEUES)})
-    path.write_bytes(table.encode())
+async def create_topic(start_process: StartProcess, tmp_path: Path, namesrv: str) -> None:
+    """``mqadmin updateTopic -c DefaultCluster -t TOPIC -r 4 -w 4``, as an operator
+    would before starting ali-ons applications; waits for the route."""
+    args = ["-m", "aiorocketmq.cli.admin", "updateTopic", "-n", namesrv, "-c", "DefaultCluster"]
+    args += ["-t", TOPIC, "-r", str(QUEUES), "-w", str(QUEUES)]
+    proc = start_process(
+        args,
+        name="mqadmin-updateTopic",
+        ready=r"create topic to (?P<addr>\S+) success",
+        wait=False,
+        env={"HOME": str(tmp_path)},
+    )
+    await finish(proc, CLIENT_TIMEOUT_S)
+    route = await wait_route(namesrv, TOPIC)
+    assert [q.write_queue_nums for q in route.queue_datas] == [QUEUES]
 
 
 def assert_once_in_topic(records: list[Received], expected: list[Sent]) -> None:
@@ -112,10 +118,8 @@ async def test_alions_produces_and_consumes_with_tag_filter(
 ) -> None:
     node_or_fail()
     _ns, namesrv = await start_namesrv(start_process, tmp_path)
-    store_root = tmp_path / "broker-store"
-    provision_topic(store_root)
-    await start_broker(start_process, tmp_path, namesrv, storePathRootDir=str(store_root))
-    await wait_route(namesrv, TOPIC)
+    await start_broker(start_process, tmp_path, namesrv)
+    await create_topic(start_process, tmp_path, namesrv)
     first = expected_messages(3000, "a")
     await produce(start_process, tmp_path, namesrv, first)
     wanted = [m for m in first if m.tag in ("TagA", "TagB")]
