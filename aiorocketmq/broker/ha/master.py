@@ -272,9 +272,11 @@ class HAServer(Service):
             return None
         try:
             size = min(selected.size, self._batch)
-            if size <= 0:
-                return None
             offset = conn.transfer_from
+            # get_data(0) may answer with the first file when 0 is in none: those
+            # bytes are not at ``offset`` and must not be sent as if they were.
+            if size <= 0 or selected.start_offset != offset:
+                return None
             # The slice is released before ``selected`` is: release() refuses a
             # memoryview that still has exports.
             with selected.view[:size] as body:

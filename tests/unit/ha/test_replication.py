@@ -55,6 +55,13 @@ async def test_empty_slave_follows_across_files_byte_identically(pair: HAPair) -
     assert bodies == await queue_bodies(pair.master)
     assert sorted(bodies) == list(range(300))
     assert bodies[299] == (299).to_bytes(4, "big") + BODY_1K
+    # Every slice the transfer read was released: only the owner holds each file.
+    files = pair.master.commit_log.queue.files
+    await wait_until(
+        lambda: [f.ref_count for f in files] == [1] * len(files),
+        what="every transferred file released",
+        describe=lambda: [f.ref_count for f in files],
+    )
 
 
 async def test_new_slave_starts_at_the_masters_last_file(tmp_path: Path) -> None:
