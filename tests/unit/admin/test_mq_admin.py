@@ -201,3 +201,25 @@ async def test_topic_stats_of_a_topic_without_route(
 ) -> None:
     with pytest.raises(NoRouteError):
         await admin.examine_topic_stats("NoSuchTopic")
+
+
+async def test_delete_sub_group_by_cluster_also_deletes_its_retry_and_dlq_topics(
+    admin: MQAdmin, broker: BrokerController, namesrv: NamesrvController
+) -> None:
+    await run(admin, "updateSubGroup", clusterName="DefaultCluster", groupName="G2")
+    await admin.create_topic(broker.address, TopicConfig("%RETRY%G2", 1, 1))
+    await wait_route(namesrv.address, "%RETRY%G2", timeout=10)
+    text = await run(admin, "deleteSubGroup", clusterName="DefaultCluster", groupName="G2")
+    assert text.splitlines() == [
+        f"delete subscription group [G2] from broker [{broker.address}] in cluster "
+        "[DefaultCluster] success.",
+        "delete topic [%RETRY%G2] from cluster [DefaultCluster] success.",
+        "delete topic [%RETRY%G2] from NameServer success.",
+        "delete topic [%DLQ%G2] from cluster [DefaultCluster] success.",
+        "delete topic [%DLQ%G2] from NameServer success.",
+    ]
+    groups = await admin.broker.get_all_subscription_group(broker.address)
+    assert "G2" not in groups.subscription_group_table
+    topics = await admin.broker.get_all_topic_config(broker.address)
+    assert "%RETRY%G2" not in topics.topic_config_table
+    assert await get_route(namesrv.address, "%RETRY%G2") is None
