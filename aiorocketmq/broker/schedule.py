@@ -179,6 +179,7 @@ class ScheduleMessageService(Service):
         delivering: the level timers run (a started master).
         delivered: messages delivered since start.
         failed_passes: passes that raised.
+        retried_puts: deliveries to be retried (put refused, store not serving).
 
     Raises:
         ValueError: ``messageDelayLevel`` cannot be parsed (Java's load fails then).
@@ -213,6 +214,8 @@ class ScheduleMessageService(Service):
         self.delivering = False
         self.delivered = 0
         self.failed_passes = 0
+        self.retried_puts = 0
+        self._failing_levels: set[int] = set()
 
     # -- offsets -------------------------------------------------------------------------
 
@@ -344,9 +347,12 @@ class ScheduleMessageService(Service):
         return offset + len(units), next_delay
 
     async def _deliver_one(self, level: int, physical_offset: int, queue_offset: int) -> bool:
-        """Put one due message to its real topic; False when the put must be retried."""
+        """Put one due message to its real topic; False when the pass must be retried."""
         msg = self._store.look_message_by_offset(physical_offset)
         if msg is None:
+            if not self._store.running:
+                # A store that stopped serving reads nothing: not a reason to skip.
+                return self._put_failed(level, "store not serving", physical_offset)
             # Java skips it (``continue``) without moving the stored offset.
             log.warning("schedule message unreadable level=%s offset=%s", level, physical_offset)
             return True
@@ -359,17 +365,36 @@ class ScheduleMessageService(Service):
             return True
         result = await self._store.put_message(inner)
         if result.status is not PutMessageStatus.PUT_OK:
-            log.error(
-                "schedule deliver failed level=%s topic=%s status=%s msgId=%s",
-                level,
-                inner.topic,
-                result.status.name,
-                msg.msg_id,
-            )
-            return False
+            return self._put_failed(level, result.status.name, physical_offset)
+        if level in self._failing_levels:
+            self._failing_levels.discard(level)
+            log.info("schedule delivery recovered level=%s", level)
         self.offsets.offsets[level] = queue_offset + 1
         self.delivered += 1
         return True
+
+    def _put_failed(self, level: int, why: str, physical_offset: int) -> bool:
+        """Count a delivery to retry; log the first of a streak at ERROR (then DEBUG:
+        a full disk would otherwise log ten lines a second per level)."""
+        self.retried_puts += 1
+        if level in self._failing_levels:
+            log.debug("schedule deliver failed again level=%s why=%s", level, why)
+        else:
+            self._failing_levels.add(level)
+            log.error(
+                "schedule deliver failed level=%s why=%s offset=%s", level, why, physical_offset
+            )
+        return False
+
+    def running_stats(self) -> dict[str, str]:
+        """``buildRunningStats``: ``scheduleMessageOffset_<level>`` -> ``"<offset>,<max>"``,
+        the keys GET_BROKER_RUNTIME_INFO carries for each level with an offset."""
+        stats = {}
+        for level, offset in sorted(self.offsets.offsets.items()):
+            queue_id = delay_level_to_queue_id(level)
+            max_offset = self._store.get_max_offset_in_queue(RMQ_SYS_SCHEDULE_TOPIC, queue_id)
+            stats[f"scheduleMessageOffset_{level}"] = f"{offset},{max_offset}"
+        return stats
 
 
 def _read_units(queue: ConsumeQueue, offset: int) -> list[tuple[int, int]] | None:

@@ -148,6 +148,11 @@ async def test_levels_deliver_in_order_and_never_early(
             gap_ms = msg.store_timestamp - by_body[msg.body].store_timestamp
             assert level * 1_000 <= gap_ms <= level * 1_000 + 500, (msg.body, gap_ms)
         assert service.offsets.offsets == {1: 2, 2: 2}
+        # GET_BROKER_RUNTIME_INFO's keys: "<delivered offset>,<queue max>".
+        assert service.running_stats() == {
+            "scheduleMessageOffset_1": "2,2",
+            "scheduleMessageOffset_2": "2,2",
+        }
 
 
 async def test_offsets_persist_and_reload_across_a_restart(
