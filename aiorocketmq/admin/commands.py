@@ -13,6 +13,9 @@ Where Java prints ``[error] ...`` and carries on with nothing (an unknown cluste
 or prints help and exits 0 (neither ``-b`` nor ``-c``), these raise instead, so
 the command exits non-zero with the reason.
 
+Java prints ``TopicConfig`` / ``SubscriptionGroupConfig`` with ``printf("%s", ...)``
+and no line end; we end that line, so a shell prompt does not follow it.
+
 Must not: parse command lines or touch ``sys`` (``cli/admin.py`` does).
 """
 

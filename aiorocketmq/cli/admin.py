@@ -240,6 +240,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_run(args, namesrv_addr_of(args, os.environ)))
     except KeyboardInterrupt:  # clusterList -i runs until interrupted
         return 130
+    except BrokenPipeError:
+        # The reader went away (``mqadmin topicList | head``): stop quietly, and keep
+        # the interpreter's final flush from raising again on the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -269,3 +269,21 @@ async def test_errors_exit_non_zero_with_the_reason(
     usage = await mqadmin("topicStatus", "-n", namesrv)
     assert usage.returncode == 2
     assert "-t/--topic" in usage.err
+
+
+async def test_closed_stdout_ends_quietly(start_process: StartProcess, tmp_path: Path) -> None:
+    # `mqadmin topicList | head -1`: the reader leaves; no traceback, exit 1.
+    _ns, namesrv = await start_namesrv(start_process, tmp_path)
+    await start_broker(start_process, tmp_path, namesrv)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "aiorocketmq.cli.admin", "topicList", "-n", namesrv,
+            stdout=write_end, stderr=asyncio.subprocess.PIPE, cwd=REPO_ROOT,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 1
+    assert err.decode() == ""
