@@ -289,6 +289,7 @@ class ScheduleMessageService(Service):
     async def on_shutdown(self) -> None:
         """Persist the offsets (a master only: a slave's file is the master's copy)."""
         if self.delivering:
+            self.delivering = False
             await self.offsets.flush()
             log.info("schedule service stopped offsets=%s", self.encode())
 
