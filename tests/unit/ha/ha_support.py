@@ -162,3 +162,73 @@ async def raw_slave(
         writer.write(report.to_bytes(8, "big"))
         await writer.drain()
     return reader, writer
+
+
+class CuttingProxy:
+    """A TCP proxy to the master's HA port that cuts its first connection mid-stream.
+
+    The first connection is closed after ``cut_after`` bytes went master -> slave
+    (mid-frame, when not a multiple of a frame); later connections pass through.
+    """
+
+    def __init__(self, target_port: int, cut_after: int) -> None:
+        self.target_port = target_port
+        self.cut_after = cut_after
+        self.connections = 0
+        self.cuts = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+
+    async def close(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        limit = self.cut_after if self.connections == 1 else None
+        task = asyncio.get_running_loop().create_task(self._pipe(reader, writer, limit))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _pipe(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, limit: int | None
+    ) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+
+        async def copy(
+            src: asyncio.StreamReader, dst: asyncio.StreamWriter, cap: int | None
+        ) -> None:
+            sent = 0
+            while data := await src.read(4096):
+                if cap is not None and sent + len(data) >= cap:
+                    dst.write(data[: cap - sent])
+                    await dst.drain()
+                    self.cuts += 1
+                    return
+                dst.write(data)
+                sent += len(data)
+                await dst.drain()
+
+        tasks = [
+            asyncio.create_task(copy(reader, up_writer, None)),
+            asyncio.create_task(copy(up_reader, writer, limit)),
+        ]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            writer.close()
+            up_writer.close()

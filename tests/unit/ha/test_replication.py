@@ -17,6 +17,7 @@ from aiorocketmq.store.results import PutMessageStatus
 from tests.support.wait import wait_until
 from tests.unit.ha.ha_support import (
     BODY_1K,
+    CuttingProxy,
     HAPair,
     commit_log_files,
     master_config,
@@ -284,3 +285,30 @@ async def test_slave_drops_a_silent_master_and_reconnects(tmp_path: Path) -> Non
         await slave.shutdown()
         server.close()
         await server.wait_closed()
+
+
+async def test_connection_cut_mid_frame_resumes_byte_identically(tmp_path: Path) -> None:
+    master, master_ha = await start_master(master_config(tmp_path))
+    await put_many(master, 100)  # about 110 KiB: one full 64 KiB file, then some
+    assert master_ha.ha_port is not None
+    # 8 KiB frames: 3 frames and a half reach the slave, then the cut.
+    proxy = CuttingProxy(master_ha.ha_port, cut_after=3 * (12 + 8192) + 5000)
+    await proxy.start()
+    slave, slave_ha = await start_slave(slave_config(tmp_path), proxy.port)
+    pair = HAPair(master, master_ha, slave, slave_ha)
+    try:
+        await wait_until(lambda: proxy.connections >= 2, timeout=10, what="a reconnect")
+        await put_many(master, 50)
+        await pair.caught_up()
+        assert proxy.cuts == 1
+        # The slave started empty, so the first transfer began at the last file.
+        assert commit_log_files(slave) == {
+            name: data for name, data in commit_log_files(master).items()
+            if int(name) >= slave.min_phy_offset
+        }  # fmt: skip
+        on_slave = await queue_bodies(slave)
+        on_master = await queue_bodies(master)
+        assert on_slave == {k: on_master[k] for k in on_slave} and max(on_slave) == 149
+    finally:
+        await pair.close()
+        await proxy.close()
