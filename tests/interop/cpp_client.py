@@ -15,7 +15,8 @@ in native code, starts its own threads and writes logs under
   loop; started: when it began); ``--results FILE`` gets ``key offset msgId``
   per sync or orderly send, from the client's SendResult.
 - ``push NAMESRV TOPIC GROUP EXPRESSION EXPECTED TIMEOUT_S OUT``: a stock
-  PushConsumer subscribed with EXPRESSION; writes ``key tag queue offset`` per
+  PushConsumer (``--orderly``: the orderly one, which locks its queues on the
+  broker and consumes each in order) subscribed with EXPRESSION; writes ``key tag queue offset`` per
   message to OUT; once it has seen EXPECTED distinct keys it lingers
   ``--linger-s`` (so late duplicates or foreign messages still show up), then
   prints ``CONSUMED count=.. distinct=.. seconds=..`` and shuts down; it also
@@ -173,7 +174,7 @@ def _wait_done(done: threading.Event, args: argparse.Namespace) -> None:
 
 
 def push(args: argparse.Namespace) -> int:
-    consumer = PushConsumer(args.group)
+    consumer = PushConsumer(args.group, orderly=args.orderly)
     _cap_logs(dll.SetPushConsumerLogFileNumAndSize, dll.SetPushConsumerLogLevel, consumer._handle)
     consumer.set_namesrv_addr(args.namesrv)
     consumer.set_thread_count(args.threads)
@@ -244,6 +245,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--linger-s", type=float, default=1.0)
     c.add_argument("--threads", type=int, default=2)
     c.add_argument("--stop-file", default="", help="stop once this file exists")
+    c.add_argument("--orderly", action="store_true", help="orderly consumer (locks queues)")
     u = roles.add_parser("pull")
     for name in ("namesrv", "topic", "group", "expression", "out"):
         u.add_argument(name)

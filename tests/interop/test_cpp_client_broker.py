@@ -157,10 +157,40 @@ async def test_sync_and_oneway_to_tag_filtered_push_and_full_pull(
     assert cpp_log_bytes(home) < LOG_LIMIT_BYTES
 
 
+def assert_shard_order(records: list[Received], sent: list[Sent]) -> None:
+    """Each sharding key's messages are in its queue (``shard % QUEUES``: the
+    client's hashing_queue_selector) and appear in ``records`` in sending order."""
+    by_key = {m.key: m for m in sent}
+    seqs: dict[int, list[int]] = defaultdict(list)
+    for r in records:
+        m = by_key[r.key]
+        assert r.queue_id == m.shard % QUEUES, r
+        seqs[m.shard].append(m.seq)
+    assert sorted(seqs) == list(range(SHARDS))
+    for shard, order in seqs.items():
+        assert order == list(range(len(order))), f"shard {shard} out of order"
+
+
+async def lock_queues(broker_addr: str, group: str, topic: str) -> set[int]:
+    """LOCK_BATCH_MQ for every queue of ``topic`` as a client id of our own: the
+    queue ids the broker let us lock (none while a live consumer holds them)."""
+    mq_set = [{"topic": topic, "brokerName": "broker-a", "queueId": q} for q in range(QUEUES)]
+    body = {"consumerGroup": group, "clientId": "127.0.0.1@lock-probe", "mqSet": mq_set}
+    client = RemotingClient()
+    try:
+        request = RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, {}, json.dumps(body).encode())
+        reply = await client.invoke(broker_addr, request, 3000)
+    finally:
+        await client.close()
+    assert reply.code == ResponseCode.SUCCESS, reply.remark
+    return {mq["queueId"] for mq in json.loads(bytes(reply.body))["lockOKMQSet"]}
+
+
 async def test_orderly_keeps_per_key_order_in_its_queue(
     start_process: StartProcess, tmp_path: Path
 ) -> None:
-    namesrv = await cluster(start_process, tmp_path)
+    _ns, namesrv = await start_namesrv(start_process, tmp_path)
+    broker = await start_broker(start_process, tmp_path, namesrv)
     home, topic = tmp_path / "cpp-home", "TopicOrder"
     sent = expected_messages(3000, "r", SHARDS)
     await produce(start_process, home, namesrv, topic, "orderly", sent)
@@ -168,28 +198,53 @@ async def test_orderly_keeps_per_key_order_in_its_queue(
     assert_exactly_once(pulled, sent)
     assert_queues_dense(pulled)
     assert_send_results_match(read_send_results(home / "orderly.results"), pulled)
+    assert_shard_order(pulled, sent)  # pull order: queue by queue, each from offset 0 up
     by_key = {m.key: m for m in sent}
-    seqs: dict[int, list[int]] = defaultdict(list)
-    for r in pulled:  # pull order is queue by queue, each queue from offset 0 up
-        m = by_key[r.key]
-        # hashing_queue_selector: the sharding key modulo the topic's queue count
-        assert r.queue_id == m.shard % QUEUES, r
-        assert r.body == f"{m.key}|{m.tag}|{m.shard}|{m.seq}"
-        seqs[m.shard].append(m.seq)
-    for shard, order in seqs.items():
-        assert order == list(range(len(order))), f"shard {shard} out of order"
-    # The same topic through a push consumer with a single-tag expression.
-    wanted = [m for m in sent if m.tag == "TagB"]
-    push_out = tmp_path / "push.txt"
-    push = start_cpp(
-        start_process,
-        home,
-        "cpp-push",
-        ["push", namesrv, topic, "GID_push_b", "TagB", str(len(wanted)), "45", str(push_out)],
-        CONSUMED,
+    assert all(
+        r.body == f"{r.key}|{r.tag}|{by_key[r.key].shard}|{by_key[r.key].seq}" for r in pulled
     )
-    await finish(push, CLIENT_TIMEOUT_S)
-    assert_exactly_once(read_received(push_out), wanted)
+    # The same topic through the orderly push consumer (LOCK_BATCH_MQ per queue,
+    # then each queue consumed in order) and, in another group at the same time, a
+    # concurrent one with a single-tag expression.
+    wanted = [m for m in sent if m.tag == "TagB"]
+    outs = {"ordered": tmp_path / "ordered.txt", "tag-b": tmp_path / "tag-b.txt"}
+    stop = tmp_path / "stop"
+    ordered_args = ["push", namesrv, topic, "GID_ordered", "*", "1000000", "45"]
+    ordered_args += ["--orderly", "--stop-file", str(stop)]
+    tag_b_args = ["push", namesrv, topic, "GID_tag_b", "TagB", str(len(wanted)), "45"]
+    consumers = [
+        start_cpp(
+            start_process,
+            home,
+            "cpp-push-ordered",
+            [*ordered_args, str(outs["ordered"])],
+            CONSUMED,
+        ),
+        start_cpp(
+            start_process, home, "cpp-push-tag-b", [*tag_b_args, str(outs["tag-b"])], CONSUMED
+        ),
+    ]
+    await wait_until(
+        lambda: len(read_received(outs["ordered"])) >= len(sent),
+        timeout=CLIENT_TIMEOUT_S,
+        interval=0.05,
+        what="the orderly consumer to get every message",
+    )
+    # It holds the broker's locks on all four queues while it runs, and gives them
+    # back (UNLOCK_BATCH_MQ) when it shuts down. The C++ 1.2 client's unlockAll
+    # leaves the first queue of each broker out of its request (it creates the
+    # per-broker list without adding that entry: seen on the wire), so queue 0 stays
+    # held until the lock expires (60 s), unless a %RETRY% queue sorted first and
+    # was the one left out.
+    assert await lock_queues(broker.addr, "GID_ordered", topic) == set()
+    stop.touch()
+    for proc in consumers:
+        await finish(proc, CLIENT_TIMEOUT_S)
+    assert await lock_queues(broker.addr, "GID_ordered", topic) >= set(range(1, QUEUES))
+    ordered = read_received(outs["ordered"])
+    assert_exactly_once(ordered, sent)
+    assert_shard_order(ordered, sent)
+    assert_exactly_once(read_received(outs["tag-b"]), wanted)
     assert cpp_log_bytes(home) < LOG_LIMIT_BYTES
 
 
