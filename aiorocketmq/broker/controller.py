@@ -55,6 +55,7 @@ from aiorocketmq.broker.processors.send_back import SendBackProcessor
 from aiorocketmq.broker.rebalance_lock import RebalanceLockManager, RebalanceLockProcessor
 from aiorocketmq.broker.registration import BrokerRegistrar
 from aiorocketmq.broker.schedule import ScheduleMessageService
+from aiorocketmq.broker.slave_sync import SlaveSynchronize
 from aiorocketmq.broker.subscription_group import SubscriptionGroupManager
 from aiorocketmq.broker.topic_config import TopicConfigManager
 from aiorocketmq.broker.transaction.check_service import TransactionalMessageCheckService
@@ -135,8 +136,15 @@ class BrokerController(Service):
         self.transaction_check = TransactionalMessageCheckService(
             self.ctx, self.transactions, invoke_oneway=self.server.invoke_oneway
         )
+        self.slave_sync = SlaveSynchronize(
+            self.ctx.topics, self.ctx.groups, self.ctx.offsets, self._install_delay_offsets
+        )
         self.registrar = BrokerRegistrar(
-            settings.broker, self.ctx.topics, self.identity, BrokerOuterAPI(settings.client)
+            settings.broker,
+            self.ctx.topics,
+            self.identity,
+            BrokerOuterAPI(settings.client),
+            on_master=self._on_master,
         )
         self._wire()
 
@@ -174,6 +182,7 @@ class BrokerController(Service):
             boot_timestamp_ms=self.clock.now_ms(),
             sampler=self.sampler,
             broker_stats=self.broker_stats,
+            extra_runtime_info=self.extra_runtime_info,
         ).register(self.table)
         SendBackProcessor(self.ctx).register(self.table)
         QueryProcessor(self.ctx).register(self.table)
@@ -243,6 +252,8 @@ class BrokerController(Service):
         # Master-only work (idle on a slave: the services check the role themselves).
         await self.schedule.start()
         await self.transaction_check.start()
+        if self.ctx.is_slave:
+            await self.slave_sync.start()
         self.periodic(
             CLIENT_SCAN_INTERVAL_MS / 1000, self.scan_not_active_channels, name="client-scan"
         )
@@ -254,7 +265,13 @@ class BrokerController(Service):
         await self.server.shutdown()
         await self.hold.shutdown()
         await self.notifier.wait_sent()
-        for service in (self.transaction_check, self.schedule, self.sampler, self.broker_stats):
+        for service in (
+            self.slave_sync,
+            self.transaction_check,
+            self.schedule,
+            self.sampler,
+            self.broker_stats,
+        ):
             await service.shutdown()
         await self.store.shutdown()
         await self.offset_flush.shutdown()
@@ -269,6 +286,21 @@ class BrokerController(Service):
         """A background task died: record it and ask the process to stop."""
         super().on_task_failed(task, exc)
         self.fatal.set()
+
+    def extra_runtime_info(self) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO keys of the schedule service (and, later, HA)."""
+        return dict(self.schedule.running_stats())
+
+    # -- master / slave --------------------------------------------------------------
+
+    def _on_master(self, master_addr: str | None, _ha_addr: str | None) -> None:
+        # A slave learns its master from the name server's registration reply.
+        if self.ctx.is_slave:
+            self.slave_sync.update_master_address(master_addr)
+
+    def _install_delay_offsets(self, text: str) -> None:
+        self.schedule.apply_master_offsets(text)
+        self.schedule.offsets.request_persist()
 
     # -- housekeeping ------------------------------------------------------------------
 

@@ -119,6 +119,19 @@ class ConsumerOffsetManager(ConfigManager[OffsetTable]):
         self._table.setdefault(_key(topic, group), {})[queue_id] = offset
         return True
 
+    def merge_from_master(self, table: OffsetTable) -> bool:
+        """A slave's sync: take the master's offsets, keeping a larger one committed
+        here (consumers commit to a slave while the master is down; Java's
+        ``putAll`` would roll that progress back). Whether anything changed."""
+        changed = False
+        for key, queues in table.items():
+            mine = self._table.setdefault(key, {})
+            for queue_id, offset in queues.items():
+                if offset > mine.get(queue_id, -1):
+                    mine[queue_id] = offset
+                    changed = True
+        return changed
+
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, or -1 when none."""
         queues = self._table.get(_key(topic, group))

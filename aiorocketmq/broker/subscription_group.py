@@ -98,6 +98,17 @@ class SubscriptionGroupManager(ConfigManager[SubscriptionGroupTable]):
         self.data_version = self.data_version.next_version(self._clock.now_ms())
         self.request_persist()
 
+    def replace_from_master(
+        self, table: dict[str, SubscriptionGroupConfig], version: DataVersion
+    ) -> bool:
+        """A slave's sync: take the master's groups and version when the version
+        differs; whether anything changed."""
+        if version == self.data_version:
+            return False
+        self._table = dict(table)
+        self.data_version = version
+        return True
+
     def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config; created with the defaults when missing and
         ``autoCreateSubscriptionGroup`` is on or the group is a ``CID_RMQ_SYS_`` one."""

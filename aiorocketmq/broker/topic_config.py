@@ -261,6 +261,16 @@ class TopicConfigManager(ConfigManager[TopicConfigSerializeWrapper]):
         self._changed()
         return True
 
+    def replace_from_master(self, wrapper: TopicConfigSerializeWrapper) -> bool:
+        """A slave's sync (``syncTopicConfig``): take the master's table and data
+        version when the version differs; whether anything changed. No change
+        listener runs: the slave's next periodic registration carries it."""
+        if wrapper.data_version == self.data_version:
+            return False
+        self._table = dict(wrapper.topic_config_table)
+        self.data_version = wrapper.data_version
+        return True
+
     def update_order_topic_config(self, order_topics: Iterable[str]) -> bool:
         """Mark exactly ``order_topics`` (the ORDER_TOPIC_CONFIG keys) as ordered.
 

@@ -21,6 +21,8 @@ from aiorocketmq.broker.config import load_broker_settings
 from aiorocketmq.broker.controller import BrokerController
 from aiorocketmq.common.properties_file import format_properties, parse_properties
 from aiorocketmq.common.route import TopicRouteData
+from aiorocketmq.namesrv.config import NamesrvConfig
+from aiorocketmq.namesrv.server import NamesrvController
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
@@ -34,6 +36,7 @@ __all__ = [
     "broker_properties",
     "get_route",
     "in_process_broker",
+    "in_process_namesrv",
     "start_broker",
     "start_namesrv",
     "wait_route",
@@ -182,3 +185,21 @@ async def in_process_broker(
         yield broker
     finally:
         await broker.shutdown()
+
+
+@contextlib.asynccontextmanager
+async def in_process_namesrv(directory: Path) -> AsyncIterator[NamesrvController]:
+    """A started name server in this process on a free port (no expiry scans)."""
+    config = NamesrvConfig(
+        listen_host="127.0.0.1",
+        listen_port=0,
+        kv_config_path=str(directory / "namesrv-kv.json"),
+        broker_scan_interval_millis=3_600_000,
+        broker_scan_initial_delay_millis=3_600_000,
+    )
+    controller = NamesrvController(config)
+    await controller.start()
+    try:
+        yield controller
+    finally:
+        await controller.shutdown()
