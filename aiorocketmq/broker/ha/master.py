@@ -188,7 +188,8 @@ class HAServer(Service):
             writer.close()
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
-        reason = _ended_because(read_task) or _ended_because(write_task)
+        reasons = [_ended_because(task) for task in (read_task, write_task)]
+        reason = reasons[0] or reasons[1]
         log.info(
             "HA connection closed addr=%s ack=%s reason=%s", conn.addr, conn.ack_offset, reason
         )

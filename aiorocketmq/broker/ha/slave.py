@@ -163,6 +163,10 @@ class HAClient(Service):
             await self._session(reader, writer)
         except _SESSION_ERRORS as exc:
             log.warning("HA session with %s ended: %r", addr, exc)
+        except Exception:
+            # A bug must not end replication for good: log it and retry, as Java's
+            # HAClient does after any exception.
+            log.exception("HA session with %s failed", addr)
         finally:
             self.connected = False
             self.reconnects += 1
