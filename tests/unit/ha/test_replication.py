@@ -312,3 +312,28 @@ async def test_connection_cut_mid_frame_resumes_byte_identically(tmp_path: Path)
     finally:
         await pair.close()
         await proxy.close()
+
+
+async def test_restarted_slave_resumes_from_its_own_offset(tmp_path: Path) -> None:
+    master, master_ha = await start_master(master_config(tmp_path))
+    slave, slave_ha = await start_slave(slave_config(tmp_path), master_ha.ha_port)
+    pair = HAPair(master, master_ha, slave, slave_ha)
+    await pair.slave_requested()
+    await put_many(master, 80)
+    await pair.caught_up()
+    stopped_at = slave.max_phy_offset
+    await slave_ha.shutdown()
+    await slave.shutdown()
+    await put_many(master, 150)  # two more files while the slave is away
+    slave, slave_ha = await start_slave(slave_config(tmp_path), master_ha.ha_port)
+    pair = HAPair(master, master_ha, slave, slave_ha)
+    try:
+        server = master_ha.server
+        assert server is not None
+        await pair.slave_requested()
+        assert server.connections[0].request_offset == stopped_at  # not the last-file rule
+        await pair.caught_up()
+        assert commit_log_files(slave) == commit_log_files(master)
+        assert sorted(await queue_bodies(slave)) == list(range(230))
+    finally:
+        await pair.close()
