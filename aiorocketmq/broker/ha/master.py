@@ -14,8 +14,10 @@ wait on (specs/store.md §11.2, §11.4). Per connection:
 * write: frames of at most ``haTransferBatchSize`` bytes from
   ``MessageStore.get_commit_log_data`` (never spanning two files); an empty frame
   as heartbeat once ``haSendHeartbeatInterval`` passed without a write. The
-  writer waits on the transport's flow control (``drain``), and between data on
-  a per-connection event woken by puts (``wakeup_all``) with a 100 ms safety poll.
+  writer waits on the transport's flow control (``drain``), yields to the loop
+  every ``YIELD_BYTES`` (drain does not while the socket takes everything), and
+  between data waits on a per-connection event woken by SYNC_MASTER waits and by
+  the dispatcher's arrival listener (``wakeup_all``), with a 100 ms safety poll.
 
 Must not: block the loop, or keep a ``SelectedBuffer`` past the write: the frame
 is copied into one ``bytes`` (header + body) and the buffer released before the
