@@ -12,6 +12,7 @@ Must not: judge results (each test asserts its own), or start brokers (see
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -54,7 +55,10 @@ NODE_DIR = REPO_ROOT / "tests" / "interop" / "node"
 TAGS = ("TagA", "TagB", "TagC")
 
 PRODUCED = r"PRODUCED .*count=(?P<count>\d+) errors=(?P<errors>\d+) seconds=(?P<seconds>[\d.]+)"
-CONSUMED = r"CONSUMED count=(?P<count>\d+) distinct=(?P<distinct>\d+) seconds=(?P<seconds>[\d.]+)"
+CONSUMED = (
+    r"CONSUMED count=(?P<count>\d+) distinct=(?P<distinct>\d+) seconds=(?P<seconds>[\d.]+)"
+    r"(?: span=\S+)?(?: errors=(?P<errors>\d+))?"
+)
 PULLED = r"PULLED count=(?P<count>\d+) seconds=(?P<seconds>[\d.]+)"
 
 
@@ -83,17 +87,24 @@ class Received:
     queue_offset: int
     body: str = ""
     msg_id: str = ""
+    reconsume_times: int = 0
+    topic: str = ""
 
 
 def read_received(path: Path) -> list[Received]:
-    """Push-consumer lines: ``key tag queueId queueOffset``; a line still being
-    written (no newline yet) is left out, so a running consumer's file can be read."""
+    """Push-consumer lines: ``key tag queueId queueOffset [reconsumeTimes topic]``
+    (ali-ons writes the last two); a line still being written (no newline yet) is
+    left out, so a running consumer's file can be read."""
     if not path.exists():
         return []
     out = []
     for line in path.read_text("utf-8").split("\n")[:-1]:
-        key, tag, queue_id, offset = line.split(" ")
-        out.append(Received(key, tag, int(queue_id), int(offset)))
+        key, tag, queue_id, offset, *more = line.split(" ")
+        record = Received(key, tag, int(queue_id), int(offset))
+        if more:
+            reconsume_times, topic = more
+            record = dataclasses.replace(record, reconsume_times=int(reconsume_times), topic=topic)
+        out.append(record)
     return out
 
 

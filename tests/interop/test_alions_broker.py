@@ -73,18 +73,29 @@ def start_consumer(
     group: str,
     expression: str,
     expected: int,
+    *extra: str,
 ) -> tuple[Path, ManagedProcess]:
-    """An ali-ons consumer of ``TOPIC`` in ``group``; its output file and process."""
+    """An ali-ons consumer of ``TOPIC`` in ``group``; its output file and process.
+    ``extra``: ``alions_consume.js``'s optional arguments (lingerMs, failEvery,
+    deliveries)."""
     out = tmp_path / f"{name}.txt"
     proc = start_node(
         start_process,
         tmp_path / "node-home",
         name,
         "alions_consume.js",
-        [namesrv, TOPIC, group, expression, str(expected), "40000", str(out)],
+        [namesrv, TOPIC, group, expression, str(expected), "40000", str(out), *extra],
         CONSUMED,
     )
     return out, proc
+
+
+async def consumed(out: Path, proc: ManagedProcess) -> list[Received]:
+    """Wait for a consumer started by ``start_consumer``; it must have seen no
+    'error' event (e.g. a failed offset query or send-back); its records."""
+    result = await finish(proc, CLIENT_TIMEOUT_S)
+    assert result["errors"] == "0", proc.tail()
+    return read_received(out)
 
 
 async def produce(
@@ -129,10 +140,8 @@ async def test_alions_produces_and_consumes_with_tag_filter(
     all_out, every = start_consumer(
         start_process, tmp_path, namesrv, "all", "CID_all", "*", len(first)
     )
-    await finish(ab, CLIENT_TIMEOUT_S)
-    await finish(every, CLIENT_TIMEOUT_S)
-    assert_once_in_topic(read_received(ab_out), wanted)
-    everything = read_received(all_out)
+    assert_once_in_topic(await consumed(ab_out, ab), wanted)
+    everything = await consumed(all_out, every)
     assert_once_in_topic(everything, first)
     # Each SendResult (the broker's queueId/queueOffset as ali-ons read them) names
     # where the consumer found that message.
@@ -146,5 +155,38 @@ async def test_alions_produces_and_consumes_with_tag_filter(
     ab_out, ab = start_consumer(
         start_process, tmp_path, namesrv, "ab2", "CID_ab", "TagA || TagB", len(wanted)
     )
-    await finish(ab, CLIENT_TIMEOUT_S)
-    assert_once_in_topic(read_received(ab_out), wanted)
+    assert_once_in_topic(await consumed(ab_out, ab), wanted)
+
+
+async def test_alions_retry_goes_back_through_the_broker(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    node_or_fail()
+    _ns, namesrv = await start_namesrv(start_process, tmp_path)
+    await start_broker(start_process, tmp_path, namesrv)
+    await create_topic(start_process, tmp_path, namesrv)
+    sent = expected_messages(300, "f")
+    failed = [m for m in sent if int(m.key[1:]) % 10 == 0]
+    await produce(start_process, tmp_path, namesrv, sent)
+    # The first delivery of every tenth message answers ACTION_RETRY: ali-ons sends
+    # it back (CONSUMER_SEND_MSG_BACK, delay level 0: the broker picks 3 + reconsume
+    # times, 10 s), and gets it again from %RETRY%CID_retry, with reconsumeTimes 1
+    # and its own topic back (from the RETRY_TOPIC property the broker set).
+    out, proc = start_consumer(
+        start_process,
+        tmp_path,
+        namesrv,
+        "retry",
+        "CID_retry",
+        "*",
+        len(sent),
+        "1000",
+        "10",
+        str(len(sent) + len(failed)),
+    )
+    records = await consumed(out, proc)  # no error event: every send-back succeeded
+    assert_once_in_topic([r for r in records if r.reconsume_times == 0], sent)
+    again = [r for r in records if r.reconsume_times != 0]
+    assert_exactly_once(again, failed)
+    assert {(r.reconsume_times, r.topic) for r in again} == {(1, TOPIC)}
+    assert {r.topic for r in records} == {TOPIC}
