@@ -33,6 +33,7 @@ from aiorocketmq.broker.config_manager import (
     config_file_path,
 )
 from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.ha.service import HAService
 from aiorocketmq.broker.long_polling import PullRequestHoldService
 from aiorocketmq.broker.offsets import ConsumerOffsetFlushService, ConsumerOffsetManager
 from aiorocketmq.broker.outer_api import BrokerIdentity, BrokerOuterAPI
@@ -111,6 +112,8 @@ class BrokerController(Service):
             store_kwargs["total_physical_memory"] = total_physical_memory
         self.store = MessageStore(settings.store, **store_kwargs)
         self.ctx = self._build_context(settings.store.root_dir)
+        self.ha = HAService(settings.store)
+        self.ha.install(self.store)
         self.table = ProcessorTable()
         self.server = RemotingServer(self.table, settings.remoting, name="broker")
         self.pull = PullProcessor(self.ctx)
@@ -213,7 +216,7 @@ class BrokerController(Service):
             broker_name=cfg.broker_name,
             broker_id=cfg.broker_id,
             broker_addr=self.address,
-            ha_server_addr=f"{ha_host}:{self.settings.store.ha_listen_port}",
+            ha_server_addr=f"{ha_host}:{self.ha.ha_port or self.settings.store.ha_listen_port}",
         )
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -243,6 +246,7 @@ class BrokerController(Service):
             await manager.load()
         await self.store.load()
         await self.store.start()
+        await self.ha.start()
         await self.server.start()
         self.ctx.store_host = (self.ctx.store_host[0], self.server.port)
         await self.hold.start()
@@ -271,6 +275,7 @@ class BrokerController(Service):
             self.schedule,
             self.sampler,
             self.broker_stats,
+            self.ha,
         ):
             await service.shutdown()
         await self.store.shutdown()
@@ -288,15 +293,19 @@ class BrokerController(Service):
         self.fatal.set()
 
     def extra_runtime_info(self) -> dict[str, str]:
-        """GET_BROKER_RUNTIME_INFO keys of the schedule service (and, later, HA)."""
-        return dict(self.schedule.running_stats())
+        """GET_BROKER_RUNTIME_INFO keys of the schedule service and of HA."""
+        info = {**self.schedule.running_stats(), **self.ha.runtime_info()}
+        if self.ctx.is_slave:
+            info["slaveSyncTimes"] = str(self.slave_sync.syncs)
+        return info
 
     # -- master / slave --------------------------------------------------------------
 
-    def _on_master(self, master_addr: str | None, _ha_addr: str | None) -> None:
+    def _on_master(self, master_addr: str | None, ha_addr: str | None) -> None:
         # A slave learns its master from the name server's registration reply.
         if self.ctx.is_slave:
             self.slave_sync.update_master_address(master_addr)
+            self.ha.update_master_address(ha_addr)
 
     def _install_delay_offsets(self, text: str) -> None:
         self.schedule.apply_master_offsets(text)
