@@ -27,14 +27,20 @@ from aiorocketmq.client.pull_consumer import PullConsumer
 from aiorocketmq.client.results import PullStatus, SendStatus
 from aiorocketmq.common.message import Message, MessageQueue
 from aiorocketmq.common.message_codec import decode_pull_body
-from aiorocketmq.common.route import KVTable
-from aiorocketmq.common.topic_config import TopicConfigSerializeWrapper
-from aiorocketmq.remoting.broker_admin_headers import CreateTopicRequestHeader
 from aiorocketmq.remoting.broker_headers import PullMessageResponseHeader
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
-from tests.support.cluster import BrokerProcess, start_broker, start_namesrv
+from tests.support.cluster import (
+    BrokerProcess,
+    commitlog_max_offset,
+    create_topic,
+    has_topic,
+    runtime_info,
+    start_broker,
+    start_namesrv,
+    wait_replicated,
+)
 from tests.support.procs import ManagedProcess
 from tests.support.wait import wait_until
 from tests.unit.broker.broker_support import pull_request
@@ -54,32 +60,6 @@ SLAVE: dict[str, Any] = {
 
 def _client(namesrv: str, name: str) -> ClientConfig:
     return ClientConfig(namesrv_addr=namesrv, client_ip="127.0.0.1", instance_name=name)
-
-
-async def _runtime(addr: str) -> dict[str, str]:
-    client = RemotingClient()
-    try:
-        reply = await client.invoke(
-            addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 5000
-        )
-    finally:
-        await client.close()
-    assert reply.code == ResponseCode.SUCCESS, reply.remark
-    return KVTable.decode(reply.body).table
-
-
-async def _max_offset(addr: str) -> int:
-    return int((await _runtime(addr))["commitLogMaxOffset"])
-
-
-async def _wait_replicated(master: str, slave: str, within_s: float = 60) -> int:
-    target = await _max_offset(master)
-
-    async def caught_up() -> bool:
-        return await _max_offset(slave) == target
-
-    await wait_until(caught_up, timeout=within_s, what=f"slave at master offset {target}")
-    return target
 
 
 def _store(broker: BrokerProcess) -> Path:
@@ -130,7 +110,7 @@ async def test_slave_is_byte_identical_after_100k_messages(
     master = await start_broker(start_process, tmp_path, namesrv, "broker-a", **MASTER)
     slave = await start_broker(start_process, tmp_path / "s", namesrv, "broker-a", **SLAVE)
     await _produce_batches(namesrv, "HATopic", 100_000, "m")
-    end = await _wait_replicated(master.addr, slave.addr)
+    end = await wait_replicated(master.addr, slave.addr)
     assert end > 100_000 * 1024
     # Queues on the slave are built by its own dispatcher: wait until it has all.
     client = RemotingClient()
@@ -177,28 +157,6 @@ async def _read_keys(consumer: PullConsumer, mqs: list[MessageQueue]) -> tuple[s
     return keys, ends
 
 
-async def _admin(addr: str, request: RemotingCommand) -> RemotingCommand:
-    client = RemotingClient()
-    try:
-        reply = await client.invoke(addr, request, 5000)
-    finally:
-        await client.close()
-    assert reply.code == ResponseCode.SUCCESS, reply.remark
-    return reply
-
-
-async def _create_topic(addr: str, topic: str) -> None:
-    header = CreateTopicRequestHeader(topic, "TBW102", 4, 4, 6, "SINGLE_TAG")
-    await _admin(
-        addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
-    )
-
-
-async def _has_topic(addr: str, topic: str) -> bool:
-    reply = await _admin(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG))
-    return topic in TopicConfigSerializeWrapper.decode(reply.body).topic_config_table
-
-
 def _free_ports(count: int) -> list[int]:
     """Ports free now (the restarted master must come back at the same address)."""
     sockets = [socket.socket() for _ in range(count)]
@@ -233,9 +191,9 @@ async def test_master_killed_mid_produce_loses_no_acknowledged_message(
     slave = await start_broker(start_process, tmp_path / "s", namesrv, "broker-a", **SLAVE)
     # A slave knows a topic once its 10 s metadata sync copied it (as in RocketMQ,
     # where a slave answers TOPIC_NOT_EXIST before that): create it first.
-    await _create_topic(master.addr, "KillTopic")
+    await create_topic(master.addr, "KillTopic")
     await wait_until(
-        lambda: _has_topic(slave.addr, "KillTopic"), timeout=15, what="topic synced to slave"
+        lambda: has_topic(slave.addr, "KillTopic"), timeout=15, what="topic synced to slave"
     )
     acked: set[str] = set()
     consumer = PullConsumer("CG_ha", client_config=_client(namesrv, "consumer"))
@@ -273,14 +231,14 @@ async def test_master_killed_mid_produce_loses_no_acknowledged_message(
             ready=r"mqbroker ready address=(?P<addr>\S+)",
             wait=False,
         )
-        syncs_before = int((await _runtime(slave.addr))["slaveSyncTimes"])
+        syncs_before = int((await runtime_info(slave.addr))["slaveSyncTimes"])
         master_addr = (await restarted.wait_ready_async())["addr"]
         assert master_addr == master.addr
-        await _wait_replicated(master_addr, slave.addr)
+        await wait_replicated(master_addr, slave.addr)
 
         # The slave's sync from the returned master must not roll its offsets back.
         async def synced_again() -> bool:
-            return int((await _runtime(slave.addr))["slaveSyncTimes"]) > syncs_before
+            return int((await runtime_info(slave.addr))["slaveSyncTimes"]) > syncs_before
 
         await wait_until(synced_again, timeout=15, what="a slave sync round")
         for mq, end in ends.items():
@@ -317,14 +275,14 @@ async def test_empty_slave_catches_up_with_a_master_of_several_files(
     master = await start_broker(start_process, tmp_path, namesrv, "broker-a", **MASTER | {
         "brokerRole": "ASYNC_MASTER"})  # fmt: skip
     await _produce_batches(namesrv, "EarlyTopic", 30_000, "early")  # ~4 files of 8 MiB
-    assert await _max_offset(master.addr) > 3 * FILE_SIZE
-    await _create_topic(master.addr, "LateTopic")
+    assert await commitlog_max_offset(master.addr) > 3 * FILE_SIZE
+    await create_topic(master.addr, "LateTopic")
     slave = await start_broker(start_process, tmp_path / "s", namesrv, "broker-a", **SLAVE)
     await wait_until(
-        lambda: _has_topic(slave.addr, "LateTopic"), timeout=15, what="topic synced to slave"
+        lambda: has_topic(slave.addr, "LateTopic"), timeout=15, what="topic synced to slave"
     )
     await _produce_batches(namesrv, "LateTopic", 2_000, "late")
-    await _wait_replicated(master.addr, slave.addr)
+    await wait_replicated(master.addr, slave.addr)
     client = RemotingClient()
     try:
         await wait_until(

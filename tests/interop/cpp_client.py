@@ -21,7 +21,8 @@ in native code, starts its own threads and writes logs under
   ``--linger-s`` (so late duplicates or foreign messages still show up), then
   prints ``CONSUMED count=.. distinct=.. seconds=..`` and shuts down; it also
   stops when ``--stop-file`` appears (for consumers sharing a group, whose
-  share is not known in advance). Exits 0 either way; the caller judges the file.
+  share is not known in advance); ``--work-ms`` makes each message take that
+  long. Exits 0 either way; the caller judges the file.
 - ``pull NAMESRV TOPIC GROUP EXPRESSION OUT``: a stock PullConsumer reading every
   queue from offset 0 until NO_NEW_MSG (``PullConsumer.pull`` iterates queues);
   writes ``queue offset key tag msgId body-head`` lines in pull order to OUT and
@@ -134,9 +135,10 @@ def produce(args: argparse.Namespace) -> int:
 class _Recorder:
     """Callback state of the push consumer: lines to a file, distinct keys seen."""
 
-    def __init__(self, out: TextIO, expected: int) -> None:
+    def __init__(self, out: TextIO, expected: int, work_s: float = 0.0) -> None:
         self.out = out
         self.expected = expected
+        self.work_s = work_s
         self.lock = threading.Lock()
         self.keys: set[str] = set()
         self.count = 0
@@ -145,6 +147,9 @@ class _Recorder:
         self.done = threading.Event()
 
     def __call__(self, msg: Any) -> None:
+        if self.work_s:
+            # A slow listener (--work-ms), so a backlog exists when a test kills a broker.
+            threading.Event().wait(self.work_s)
         line = f"{_text(msg.keys)} {_text(msg.tags)} {msg.queue_id} {msg.queue_offset}\n"
         with self.lock:
             now = time.monotonic()
@@ -181,7 +186,7 @@ def push(args: argparse.Namespace) -> int:
     started = time.monotonic()
     # Line-buffered: a caller may watch the file grow while the consumer runs.
     with open(args.out, "w", encoding="utf-8", buffering=1) as out:
-        recorder = _Recorder(out, args.expected)
+        recorder = _Recorder(out, args.expected, args.work_ms / 1000)
         consumer.subscribe(args.topic, recorder, args.expression)
         consumer.start()
         print("PUSH_STARTED", flush=True)
@@ -246,6 +251,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--threads", type=int, default=2)
     c.add_argument("--stop-file", default="", help="stop once this file exists")
     c.add_argument("--orderly", action="store_true", help="orderly consumer (locks queues)")
+    c.add_argument("--work-ms", type=float, default=0.0, help="time each message takes")
     u = roles.add_parser("pull")
     for name in ("namesrv", "topic", "group", "expression", "out"):
         u.add_argument(name)

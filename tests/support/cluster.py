@@ -20,9 +20,11 @@ from typing import Any
 from aiorocketmq.broker.config import load_broker_settings
 from aiorocketmq.broker.controller import BrokerController
 from aiorocketmq.common.properties_file import format_properties, parse_properties
-from aiorocketmq.common.route import TopicRouteData
+from aiorocketmq.common.route import KVTable, TopicRouteData
+from aiorocketmq.common.topic_config import TopicConfigSerializeWrapper
 from aiorocketmq.namesrv.config import NamesrvConfig
 from aiorocketmq.namesrv.server import NamesrvController
+from aiorocketmq.remoting.broker_admin_headers import CreateTopicRequestHeader
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
@@ -34,11 +36,17 @@ __all__ = [
     "NAMESRV_READY",
     "BrokerProcess",
     "broker_properties",
+    "broker_request",
+    "commitlog_max_offset",
+    "create_topic",
     "get_route",
+    "has_topic",
     "in_process_broker",
     "in_process_namesrv",
+    "runtime_info",
     "start_broker",
     "start_namesrv",
+    "wait_replicated",
     "wait_route",
 ]
 
@@ -203,3 +211,60 @@ async def in_process_namesrv(directory: Path) -> AsyncIterator[NamesrvController
         yield controller
     finally:
         await controller.shutdown()
+
+
+# -- broker requests tests share -------------------------------------------------
+
+
+async def runtime_info(addr: str) -> dict[str, str]:
+    """GET_BROKER_RUNTIME_INFO's table."""
+    client = RemotingClient()
+    try:
+        reply = await client.invoke(
+            addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 5000
+        )
+    finally:
+        await client.close()
+    assert reply.code == ResponseCode.SUCCESS, reply.remark
+    return KVTable.decode(reply.body).table
+
+
+async def commitlog_max_offset(addr: str) -> int:
+    """The broker's CommitLog max offset (from its runtime info)."""
+    return int((await runtime_info(addr))["commitLogMaxOffset"])
+
+
+async def wait_replicated(master: str, slave: str, within_s: float = 60) -> int:
+    """Wait until the slave's CommitLog ends where the master's ends now; that offset."""
+    target = await commitlog_max_offset(master)
+
+    async def caught_up() -> bool:
+        return await commitlog_max_offset(slave) == target
+
+    await wait_until(caught_up, timeout=within_s, what=f"slave at master offset {target}")
+    return target
+
+
+async def broker_request(addr: str, request: RemotingCommand) -> RemotingCommand:
+    """One request on a fresh connection; asserts SUCCESS."""
+    client = RemotingClient()
+    try:
+        reply = await client.invoke(addr, request, 5000)
+    finally:
+        await client.close()
+    assert reply.code == ResponseCode.SUCCESS, reply.remark
+    return reply
+
+
+async def create_topic(addr: str, topic: str) -> None:
+    """UPDATE_AND_CREATE_TOPIC with 4 read/write queues, perm 6."""
+    header = CreateTopicRequestHeader(topic, "TBW102", 4, 4, 6, "SINGLE_TAG")
+    await broker_request(
+        addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
+    )
+
+
+async def has_topic(addr: str, topic: str) -> bool:
+    """Whether the broker's topic table (GET_ALL_TOPIC_CONFIG) has ``topic``."""
+    reply = await broker_request(addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG))
+    return topic in TopicConfigSerializeWrapper.decode(reply.body).topic_config_table
