@@ -14,6 +14,35 @@ Flow control: when the transport's write buffer passes its high-water mark the
 connection stops reading (a peer that does not read our replies gets no more
 service) and requesters wait before writing; the same happens when more than
 ``max_in_flight`` requests of this connection are being processed.
+
+Zero-copy bodies. A command's ``body_parts`` (held CommitLog records) go to
+``transport.writelines`` as they are, and the connection owns them from
+``write_command`` on: it calls ``release()`` once the transport no longer
+references them, never before (the parts are views into mapped files whose
+references the release gives back). What "no longer references" means depends on
+the transport, read from their sources (CPython 3.11 asyncio, uvloop 0.2x):
+
+* asyncio's selector transport in 3.11 inherits ``WriteTransport.writelines``,
+  which joins the items into new bytes before writing: nothing of ours is kept
+  past the call, so the parts are released right after it.
+* uvloop's ``writelines`` keeps each item (a ``memoryview(...).cast('b')`` of it)
+  in its ``_buffer`` list, and a ``uv_write`` request pins Py_buffers of every
+  item until its completion callback. The callback can run one loop iteration
+  after the bytes left (libuv defers callbacks of writes that complete inside
+  ``uv_write`` to the next pending phase), so ``get_write_buffer_size() == 0`` is
+  necessary but not enough. Parts are therefore released from a ``call_soon``
+  callback scheduled after the buffer was seen empty: it runs in a later
+  iteration's idle phase, after that iteration's pending phase. While the buffer
+  is not empty (a slow reader) the connection polls it with a backing-off timer.
+  Any transport that does not join (3.12's selector transport keeps memoryviews
+  too) takes this second path.
+* On close, uvloop calls ``connection_lost`` *before* closing the handle, which
+  cancels in-flight writes (closing their requests) in the same iteration, and
+  unsent items stay in its ``_buffer`` until the transport object dies. So
+  ``connection_lost`` drops the transport reference and releases on the next
+  iteration. Only then can a store file's mapping really close: an mmap with a
+  buffer exported refuses ``close()`` (memory stays safe, the unmap just waits for
+  the garbage collector), which the zero-copy tests check.
 """
 
 from __future__ import annotations
@@ -23,19 +52,19 @@ import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeAlias
 
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
 from aiorocketmq.remoting.codes import ResponseCode
-from aiorocketmq.remoting.command import RPC_ONEWAY, RPC_RESPONSE, RemotingCommand
+from aiorocketmq.remoting.command import RPC_ONEWAY, RPC_RESPONSE, Body, BodyParts, RemotingCommand
 from aiorocketmq.remoting.errors import (
     ProcessorError,
     RemotingSendRequestError,
     RemotingTimeoutError,
     RemotingTooMuchRequestError,
 )
-from aiorocketmq.remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder, encode_frame_parts
+from aiorocketmq.remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder, encode_frame_buffers
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +75,12 @@ HandlerResult: TypeAlias = RemotingCommand | Awaitable[RemotingCommand | None] |
 Handler: TypeAlias = Callable[["RemotingConnection", RemotingCommand], HandlerResult]
 
 _MAX_OPAQUE = 2**31 - 1
+
+#: First and largest interval of the poll that waits for a non-empty transport
+#: buffer to drain before zero-copy bodies written into it are released. Backing
+#: off keeps a peer that stopped reading from costing more than ~20 wake-ups/s.
+_DRAIN_POLL_MIN_S = 0.001
+_DRAIN_POLL_MAX_S = 0.05
 
 #: Reply extField by which an aiorocketmq server tells our client, once per
 #: connection, that it also reads MSGPACK headers. Stock clients ignore unknown
@@ -127,7 +162,16 @@ class RemotingConnection(asyncio.Protocol):
         # Outgoing frames of this loop iteration: flushed with one gather write at the
         # end of data_received or in a call_soon callback, so pipelined requests and
         # replies cost one syscall per batch instead of one per frame.
-        self._out: list[Any] = []
+        self._out: list[Body] = []
+        #: Zero-copy bodies among ``_out``, released once the transport lets go.
+        self._out_parts: list[BodyParts] = []
+        #: Bodies handed to a transport that keeps references, with the number of
+        #: the flush that wrote them; released in order once it drained.
+        self._unreleased: deque[tuple[int, BodyParts]] = deque()
+        self._flush_seq = 0
+        self._release_handle: asyncio.Handle | None = None
+        self._drain_poll_s = _DRAIN_POLL_MIN_S
+        self._writes_copy = False
         self._flush_scheduled = False
         self._in_read = False
         self._tasks: set[asyncio.Task[None]] = set()
@@ -150,6 +194,9 @@ class RemotingConnection(asyncio.Protocol):
         assert hasattr(transport, "write")
         self._transport = transport  # type: ignore[assignment]
         transport.set_write_buffer_limits(high=self._high_water)  # type: ignore[attr-defined]
+        # The stock writelines joins its items: nothing we pass is kept (module docstring).
+        writelines = getattr(type(transport), "writelines", None)
+        self._writes_copy = writelines is asyncio.WriteTransport.writelines
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             self.remote_address = f"{peer[0]}:{peer[1]}"
@@ -183,6 +230,7 @@ class RemotingConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._backlog.clear()
+        self._release_on_close()
         pending, self._pending = self._pending, {}
         for future in pending.values():
             if not future.done():
@@ -222,6 +270,22 @@ class RemotingConnection(asyncio.Protocol):
     def in_flight_count(self) -> int:
         """Requests from the peer being processed by async handlers."""
         return len(self._tasks)
+
+    @property
+    def write_buffer_size(self) -> int:
+        """Bytes the transport holds, not yet sent (0 once closed)."""
+        transport = self._transport
+        return transport.get_write_buffer_size() if transport is not None else 0
+
+    @property
+    def held_body_count(self) -> int:
+        """Zero-copy bodies written or queued but not yet released."""
+        return len(self._out_parts) + len(self._unreleased)
+
+    @property
+    def transport_copies_writes(self) -> bool:
+        """True when the transport copies what ``writelines`` gets (asyncio 3.11)."""
+        return self._writes_copy
 
     async def wait_closed(self) -> None:
         """Return once ``connection_lost`` has run."""
@@ -275,13 +339,19 @@ class RemotingConnection(asyncio.Protocol):
             RemotingSendRequestError: the connection is closed.
             LocalProtocolError: ``cmd`` cannot be encoded.
         """
-        transport = self._transport
-        if transport is None or transport.is_closing():
-            raise RemotingSendRequestError("connection closed", address=self.remote_address)
-        head, body = encode_frame_parts(cmd, self._max_frame)
-        self._out.append(head)
-        if body:
-            self._out.append(body)
+        parts = cmd.body_parts
+        try:
+            transport = self._transport
+            if transport is None or transport.is_closing():
+                raise RemotingSendRequestError("connection closed", address=self.remote_address)
+            buffers = encode_frame_buffers(cmd, self._max_frame)
+        except BaseException:
+            if parts is not None:
+                parts.release()  # never reaches the transport: give the records back now
+            raise
+        self._out += buffers
+        if parts is not None:
+            self._out_parts.append(parts)
         if not self._in_read and not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
@@ -289,9 +359,70 @@ class RemotingConnection(asyncio.Protocol):
     def _flush(self) -> None:
         self._flush_scheduled = False
         out, self._out = self._out, []
+        parts, self._out_parts = self._out_parts, []
         transport = self._transport
-        if out and transport is not None and not transport.is_closing():
+        if not out or transport is None or transport.is_closing():
+            _release_all(parts)  # not handed to any transport
+            return
+        try:
             transport.writelines(out)
+        except BaseException:
+            _release_all(parts)
+            raise
+        if not parts:
+            return
+        if self._writes_copy:
+            _release_all(parts)
+            return
+        self._flush_seq += 1
+        self._unreleased.extend((self._flush_seq, p) for p in parts)
+        self._arm_release()
+
+    # ------------------------------------------------- releasing zero-copy bodies
+
+    def _arm_release(self) -> None:
+        """Schedule the next release step unless one is scheduled (module docstring)."""
+        transport = self._transport
+        if self._release_handle is not None or not self._unreleased or transport is None:
+            return
+        if transport.get_write_buffer_size():
+            self._release_handle = self._loop.call_later(self._drain_poll_s, self._poll_drained)
+        else:
+            self._release_handle = self._loop.call_soon(self._release_written, self._flush_seq)
+
+    def _poll_drained(self) -> None:
+        self._release_handle = None
+        transport = self._transport
+        if transport is None:
+            return
+        if transport.get_write_buffer_size():
+            self._drain_poll_s = min(self._drain_poll_s * 2, _DRAIN_POLL_MAX_S)
+        else:
+            self._drain_poll_s = _DRAIN_POLL_MIN_S
+        self._arm_release()
+
+    def _release_written(self, flush_seq: int) -> None:
+        """Release bodies of flushes up to ``flush_seq``: the buffer was empty after them
+        before this iteration's pending phase, so the transport has dropped them."""
+        self._release_handle = None
+        unreleased = self._unreleased
+        while unreleased and unreleased[0][0] <= flush_seq:
+            unreleased.popleft()[1].release()
+        self._arm_release()
+
+    def _release_on_close(self) -> None:
+        """Unsent bodies now; written ones one iteration later (module docstring)."""
+        _release_all(self._out_parts)
+        self._out_parts = []
+        self._out = []
+        if self._release_handle is not None:
+            self._release_handle.cancel()
+            self._release_handle = None
+        if self._unreleased:
+            written = [p for _, p in self._unreleased]
+            self._unreleased.clear()
+            self._loop.call_soon(_release_all, written)
+        self._transport = None
 
     # --------------------------------------------------------------------- internals
 
@@ -358,6 +489,8 @@ class RemotingConnection(asyncio.Protocol):
         # Go by the wire bit only: stock clients never set it, so "oneway" sends and
         # offset commits get answered and the client drops the answer.
         if reply is None or request.flag & RPC_ONEWAY or self.is_closed:
+            if isinstance(reply, RemotingCommand) and reply.body_parts is not None:
+                reply.body_parts.release()  # dropped: its held records go back
             return
         if not isinstance(reply, RemotingCommand):
             reply = _error_reply(
@@ -408,6 +541,11 @@ class RemotingConnection(asyncio.Protocol):
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
+
+
+def _release_all(parts: Iterable[BodyParts]) -> None:
+    for body in parts:
+        body.release()
 
 
 def _error_reply(request: RemotingCommand, exc: Exception, remote: str) -> RemotingCommand:

@@ -41,7 +41,7 @@ import msgpack
 
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
 from aiorocketmq.remoting.codes import LanguageCode, SerializeType
-from aiorocketmq.remoting.command import Body, RemotingCommand
+from aiorocketmq.remoting.command import Body, BodyParts, RemotingCommand
 
 #: Largest frame accepted or sent, length field included (``com.rocketmq.remoting.frameMaxLength``).
 DEFAULT_MAX_FRAME_LENGTH = 16 * 1024 * 1024
@@ -325,27 +325,48 @@ _DECODERS: dict[int, Callable[[Body], _Fields]] = {
 
 def encode_frame_parts(
     cmd: RemotingCommand, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH
-) -> tuple[bytes, Body]:
+) -> tuple[bytes, Body | BodyParts]:
     """Encode ``cmd`` as (length prefix + header, body) for a gather write.
 
-    Keeping the body separate lets a pull reply hand stored bytes (a memoryview
-    over the CommitLog) to the transport without copying them.
+    The body is returned as it is, never copied: ``cmd.body_parts`` when set,
+    else ``cmd.body``.
+
+    Raises:
+        LocalProtocolError: the header cannot be encoded or the frame is too long.
     """
     header = _ENCODERS[cmd.serialize_type](cmd)
     header_len = len(header)
     if header_len > MAX_HEADER_LENGTH:
         raise LocalProtocolError(f"header of {header_len} bytes exceeds 24 bits")
-    body = cmd.body
-    body_len = body.nbytes if isinstance(body, memoryview) else len(body)
-    length = 4 + header_len + body_len
+    length = 4 + header_len + cmd.body_length
     if length + 4 > max_frame_length:
         raise LocalProtocolError(f"frame of {length + 4} bytes exceeds {max_frame_length}")
     info = (int(cmd.serialize_type) << 24) | header_len
+    body = cmd.body_parts if cmd.body_parts is not None else cmd.body
     return _PREFIX.pack(length, info) + header, body
 
 
+def encode_frame_buffers(
+    cmd: RemotingCommand, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH
+) -> list[Body]:
+    """Encode ``cmd`` as the items of one ``transport.writelines`` call.
+
+    The first item is the length prefix and header, then the body: one item, or
+    one per part of ``cmd.body_parts`` (a pull reply's held CommitLog records go
+    to the socket straight from the mapping: no join, no copy). An empty body
+    adds no item.
+
+    Raises:
+        LocalProtocolError: as ``encode_frame_parts``.
+    """
+    head, body = encode_frame_parts(cmd, max_frame_length)
+    if isinstance(body, BodyParts):
+        return [head, *body.parts]
+    return [head, body] if cmd.body_length else [head]
+
+
 def encode_frame(cmd: RemotingCommand, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> bytes:
-    """Encode ``cmd`` as one contiguous frame."""
+    """Encode ``cmd`` as one contiguous frame (copies the body)."""
     head, body = encode_frame_parts(cmd, max_frame_length)
     return head + bytes(body) if body else head
 

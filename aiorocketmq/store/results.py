@@ -94,11 +94,16 @@ class PutMessageResult:
 class _HeldRecords:
     """Whole stored records as memoryviews, with the files they live in held.
 
-    A pull or query reply writes ``messages`` (or ``body()``) and then calls
-    ``release()``; until then the files cannot be unmapped under the views. Use it
-    as a context manager to release on exit. After ``release()`` the views are
-    released too: touching one raises ``ValueError`` instead of reading a file
-    that may be gone. Releasing twice is a no-op.
+    A pull or query reply writes ``wire_views()`` (or a ``body()`` copy) and then
+    calls ``release()``; until then the files cannot be unmapped under the views.
+    A zero-copy reply calls it only once the transport let go of the views (the
+    remoting connection does). Use it as a context manager to release on exit.
+    After ``release()`` the views are released too: touching one raises
+    ``ValueError`` instead of reading a file that may be gone. Releasing twice is
+    a no-op.
+
+    ``buffers`` starts with one held slice per record, in ``messages`` order;
+    ``wire_views()`` may append more (runs of records), released with the rest.
     """
 
     messages: list[memoryview]
@@ -117,8 +122,42 @@ class _HeldRecords:
         return len(self.messages)
 
     def body(self) -> bytes:
-        """The records concatenated: a PULL_MESSAGE or QUERY_MESSAGE reply body."""
+        """The records concatenated (a copy): a PULL_MESSAGE or QUERY_MESSAGE reply body."""
         return b"".join(self.messages)
+
+    def wire_views(self) -> list[memoryview]:
+        """The records as few views as possible, for a reply body written without a copy.
+
+        Back-to-back records of one file (a queue's messages written together:
+        the usual case) become one view over the run, so the transport gets one
+        buffer for them instead of one per record. The run's view is a new held
+        slice of the file, released by ``release()`` like the records. Joined,
+        the views are exactly ``body()``.
+
+        Raises:
+            ValueError: the records were released.
+        """
+        records = self.buffers[: len(self.messages)]
+        if len(records) != len(self.messages):
+            raise ValueError("records already released")
+        views: list[memoryview] = []
+        i = 0
+        while i < len(records):
+            first, j = records[i], i + 1
+            end = first.start_offset + first.size
+            while j < len(records) and records[j].file is first.file:
+                if records[j].start_offset != end:
+                    break
+                end += records[j].size
+                j += 1
+            run = _select_run(first, end) if j - i > 1 else None
+            if run is None:
+                views += (rec.view for rec in records[i:j])
+            else:
+                self.buffers.append(run)
+                views.append(run.view)
+            i = j
+        return views
 
     def release(self) -> None:
         """Release every record and its file reference (idempotent)."""
@@ -131,6 +170,14 @@ class _HeldRecords:
 
     def __exit__(self, *exc_info: object) -> None:
         self.release()
+
+
+def _select_run(first: SelectedBuffer, end_offset: int) -> SelectedBuffer | None:
+    """A held slice from ``first`` to ``end_offset`` in its file, or None (file gone)."""
+    file = first.file
+    if file is None:
+        return None
+    return file.select(first.start_offset - file.file_from_offset, end_offset - first.start_offset)
 
 
 @dataclass(slots=True)

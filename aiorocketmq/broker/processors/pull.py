@@ -9,6 +9,12 @@ describe, slave offset rules), the piggybacked offset commit, and long polling:
 a would-be PULL_NOT_FOUND with the suspend bit is held in ``ctx.hold`` and its
 reply awaited; the hold service re-runs it through ``rerun`` (no second suspend).
 
+Zero copy: a FOUND reply's body is ``BodyParts`` over the held CommitLog records
+(``GetMessageResult.wire_views``), whose release is the result's ``release``; the
+connection that writes the reply calls it once the transport let go of the
+views (RocketMQ's ``ManyMessageTransfer``). Every other outcome releases the
+result here, before returning.
+
 Must not: decide when held pulls wake (``long_polling``), parse heartbeats
 (``client_manage``), or keep any state of its own.
 """
@@ -32,7 +38,7 @@ from aiorocketmq.common.protocol_bodies import (
 from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
 from aiorocketmq.remoting.broker_headers import PullMessageRequestHeader, PullMessageResponseHeader
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
-from aiorocketmq.remoting.command import RemotingCommand
+from aiorocketmq.remoting.command import BodyParts, RemotingCommand
 from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection
 from aiorocketmq.store.results import GetMessageResult
 
@@ -90,7 +96,13 @@ class PullProcessor:
     async def rerun(self, held: HeldPull) -> PullReply:
         """The hold service's re-run of a held pull: never suspends again."""
         conn = cast(RemotingConnection, held.channel)
-        return await self.process(conn, held.request, allow_suspend=False)
+        reply = await self.process(conn, held.request, allow_suspend=False)
+        if held.future.done() and reply is not None and reply.body_parts is not None:
+            # The waiting pull gave up (its connection closed): the hold service
+            # drops this reply unwritten, so its records go back now. No await
+            # separates this check from the hold service settling the future.
+            reply.body_parts.release()
+        return reply
 
     async def process(
         self, conn: RemotingConnection, request: RemotingCommand, *, allow_suspend: bool
@@ -116,17 +128,18 @@ class PullProcessor:
             return request.response_to(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
         try:
             reply = self._reply(request, header, checked.group, result)
-            suspend = (
-                reply.code == ResponseCode.PULL_NOT_FOUND
-                and allow_suspend
-                and header.has_suspend
-                and ctx.hold is not None
-            )
-        finally:
-            # The body was joined (copied) in _reply; zero-copy writing of
-            # result.messages straight from the mmap is the next step, and then the
-            # release moves to after the write.
+        except BaseException:
             result.release()
+            raise
+        if reply.body_parts is None:
+            result.release()  # nothing of it goes on the wire
+        # else: the writer of the reply releases it once the transport let go.
+        suspend = (
+            reply.code == ResponseCode.PULL_NOT_FOUND
+            and allow_suspend
+            and header.has_suspend
+            and ctx.hold is not None
+        )
         self._commit(conn, header, allow_suspend)
         if not suspend:
             return reply
@@ -202,7 +215,9 @@ class PullProcessor:
             min_offset=result.min_offset,
             max_offset=result.max_offset,
         ).to_ext_fields()
-        body = result.body() if code == ResponseCode.SUCCESS else b""
+        if code != ResponseCode.SUCCESS or not result.message_count:
+            return request.response_to(code, result.status.name, fields)
+        body = BodyParts(result.wire_views(), on_release=result.release)
         return request.response_to(code, result.status.name, fields, body)
 
     def _check(
