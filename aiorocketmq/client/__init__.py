@@ -1,9 +1,9 @@
 """aiorocketmq.client: an asyncio RocketMQ 4.x client (producer, pull consumer, admin calls).
 
 Owns: the public names users import (re-exported from the modules below); the
-modules own the behaviour (``producer``, ``pull_consumer``, ``instance``,
-``namesrv_api``, ``mq_client_api``, ``pull_wrapper``, ``offset_store``,
-``allocate``, ``selectors``, ``errors``).
+modules own the behaviour (``producer``, ``transaction_producer``,
+``pull_consumer``, ``instance``, ``namesrv_api``, ``mq_client_api``,
+``pull_wrapper``, ``offset_store``, ``allocate``, ``selectors``, ``errors``).
 
 Must not: hold code or state of its own, or import anything above ``remoting``
 (import-linter enforces the layers).
@@ -38,12 +38,19 @@ from aiorocketmq.client.producer import Producer
 from aiorocketmq.client.pull_consumer import PullConsumer
 from aiorocketmq.client.results import PullResult, PullStatus, SendResult, SendStatus
 from aiorocketmq.client.selectors import RoundRobinSelector, select_by_hash, select_by_random
+from aiorocketmq.client.transaction_producer import (
+    LocalTransactionState,
+    TransactionChecker,
+    TransactionProducer,
+    TransactionSendResult,
+)
 from aiorocketmq.common.message import Message, MessageExt, MessageQueue
 
 __all__ = [
     "ClientConfig",
     "ClientInstance",
     "ClientManager",
+    "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
     "MQNamesrvError",
@@ -63,6 +70,9 @@ __all__ = [
     "SendFailedError",
     "SendResult",
     "SendStatus",
+    "TransactionChecker",
+    "TransactionProducer",
+    "TransactionSendResult",
     "allocate_averagely",
     "allocate_averagely_by_circle",
     "allocate_consistent_hash",

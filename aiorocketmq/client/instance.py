@@ -1,7 +1,8 @@
 """ClientInstance: what the producers and consumers of one client id share.
 
 Owns (Java's ``MQClientInstance``): one ``RemotingClient`` (which also answers the
-brokers' NOTIFY_CONSUMER_IDS_CHANGED), the ``NamesrvAPI`` and ``MQClientAPI`` over
+brokers' NOTIFY_CONSUMER_IDS_CHANGED and hands CHECK_TRANSACTION_STATE to the
+transactional producer of the message's group), the ``NamesrvAPI`` and ``MQClientAPI`` over
 it, the route tables (``topic_route_table``, ``broker_addr_table``,
 ``broker_version_table``), the registered producers and consumers by group, and
 the periodic work: route refresh of every used topic (``pollNameServerInterval``,
@@ -36,13 +37,18 @@ from aiorocketmq.client.publish_info import (
     route_to_publish_info,
     route_to_subscribe_info,
 )
+from aiorocketmq.common.compression import decompress_body
 from aiorocketmq.common.constants import MASTER_ID
+from aiorocketmq.common.errors import ProtocolError
 from aiorocketmq.common.message import MessageQueue
+from aiorocketmq.common.message_codec import decode_record
+from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.common.protocol_bodies import ConsumerData, HeartbeatData, ProducerData
 from aiorocketmq.common.route import QueueData, TopicRouteData
+from aiorocketmq.remoting.broker_admin_headers import CheckTransactionStateRequestHeader
 from aiorocketmq.remoting.broker_headers import NotifyConsumerIdsChangedRequestHeader
 from aiorocketmq.remoting.client import RemotingClient
-from aiorocketmq.remoting.codes import RequestCode
+from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection
 from aiorocketmq.runtime import Periodic, Service
@@ -132,6 +138,7 @@ class ClientInstance(Service):
         self.client_id = config.client_id()
         table = ProcessorTable()
         table.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
+        table.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
         self.remoting = RemotingClient(config.remoting, processors=table)
         self.namesrv = NamesrvAPI(
             config.namesrv_addr, self.remoting, timeout_ms=config.mq_client_api_timeout
@@ -431,6 +438,34 @@ class ClientInstance(Service):
         # A Java broker sends this oneway; answer a two-way request anyway so the
         # sender does not wait for its timeout.
         return request.response_to(0)
+
+    # -- transactions -------------------------------------------------------------------
+
+    def _on_check_transaction_state(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | None:
+        """CHECK_TRANSACTION_STATE from a broker (Java's ``ClientRemotingProcessor``).
+
+        The body is the half message; its PGROUP picks the producer, which answers
+        later with END_TRANSACTION to the broker that asked. A bad header raises
+        ``HeaderFieldError`` (the connection answers it); nothing is answered to a
+        oneway request, as Java.
+        """
+        header = CheckTransactionStateRequestHeader.from_ext_fields(request.ext_fields)
+        try:
+            msg = decode_record(request.body).to_message_ext(copy_body=True)
+            msg.body = decompress_body(msg.body, msg.sys_flag)
+        except ProtocolError as exc:
+            log.warning("check transaction state: bad body from %s: %s", conn.remote_address, exc)
+            return request.response_to(ResponseCode.SYSTEM_ERROR, f"decode message failed: {exc}")
+        msg.transaction_id = msg.uniq_key or None
+        group = msg.get_property(MessageConst.PROPERTY_PRODUCER_GROUP)
+        check = getattr(self.producers.get(group or ""), "check_transaction_state", None)
+        if check is None:
+            log.warning("check transaction state: no transactional producer group=%s", group)
+        else:
+            check(conn.remote_address, msg, header)
+        return None if request.is_oneway else request.response_to(ResponseCode.SUCCESS)
 
 
 def _cap_queues(qd: QueueData, cap: int) -> QueueData:

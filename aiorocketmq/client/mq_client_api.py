@@ -2,7 +2,7 @@
 
 Owns: ``MQClientAPI``: one method per broker request a producer or consumer sends
 (send single/batch, pull, consumer offsets, queue offsets, heartbeat, unregister,
-consumer list, send-back, lock/unlock), and the pure functions that turn a reply
+consumer list, send-back, lock/unlock, end transaction), and the pure functions that turn a reply
 into a result (``process_send_response``, ``process_pull_response``), following
 Java's ``MQClientAPIImpl`` 4.9.8. Transport failures become ``MQRemotingError``
 subclasses; error replies become ``MQBrokerError(code, remark)``.
@@ -32,6 +32,7 @@ from aiorocketmq.common.protocol_bodies import (
     LockBatchResponseBody,
     UnlockBatchRequestBody,
 )
+from aiorocketmq.remoting.broker_admin_headers import EndTransactionRequestHeader
 from aiorocketmq.remoting.broker_headers import (
     ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
@@ -373,3 +374,30 @@ class MQClientAPI:
             )
         else:
             await self._ok(address, RequestCode.UNLOCK_BATCH_MQ, {}, body.encode(), timeout_ms)
+
+    # -- transactions -------------------------------------------------------------------
+
+    async def end_transaction_oneway(
+        self,
+        address: str,
+        header: EndTransactionRequestHeader,
+        remark: str | None,
+        timeout_ms: int,
+    ) -> None:
+        """END_TRANSACTION oneway (Java's ``endTransactionOneway``).
+
+        Args:
+            address: the broker that stored the half message.
+            header: commit/rollback/unknown and the half message's offsets.
+            remark: why (a local transaction's exception), or None.
+            timeout_ms: the write timeout.
+
+        Raises:
+            MQRemotingError: transport failure.
+        """
+        request = RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext_fields())
+        request.remark = remark
+        try:
+            await self.remoting.invoke_oneway(address, request, timeout_ms)
+        except RemotingError as exc:
+            raise self._transport_error(address, exc) from exc
