@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/namesrv_bench.py
 	$(BIN)/python benchmarks/store_bench.py
 	$(BIN)/python benchmarks/message_store_bench.py
+	$(BIN)/python benchmarks/client_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis $(NODE_DIR)/node_modules

