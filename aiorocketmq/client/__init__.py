@@ -23,7 +23,18 @@ from aiorocketmq.client.allocate import (
     allocate_averagely_by_circle,
     allocate_consistent_hash,
 )
-from aiorocketmq.client.config import ClientConfig, ProducerConfig, PullConsumerConfig
+from aiorocketmq.client.config import (
+    ClientConfig,
+    ProducerConfig,
+    PullConsumerConfig,
+    PushConsumerConfig,
+)
+from aiorocketmq.client.consume_service import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+)
 from aiorocketmq.client.errors import (
     MQBrokerError,
     MQClientError,
@@ -36,6 +47,7 @@ from aiorocketmq.client.instance import ClientInstance, ClientManager
 from aiorocketmq.client.namesrv_api import NamesrvAPI
 from aiorocketmq.client.producer import Producer
 from aiorocketmq.client.pull_consumer import PullConsumer
+from aiorocketmq.client.push_consumer import PushConsumer
 from aiorocketmq.client.results import PullResult, PullStatus, SendResult, SendStatus
 from aiorocketmq.client.selectors import RoundRobinSelector, select_by_hash, select_by_random
 from aiorocketmq.client.transaction_producer import (
@@ -50,6 +62,10 @@ __all__ = [
     "ClientConfig",
     "ClientInstance",
     "ClientManager",
+    "ConsumeConcurrentlyContext",
+    "ConsumeConcurrentlyStatus",
+    "ConsumeOrderlyContext",
+    "ConsumeOrderlyStatus",
     "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
@@ -66,6 +82,8 @@ __all__ = [
     "PullConsumerConfig",
     "PullResult",
     "PullStatus",
+    "PushConsumer",
+    "PushConsumerConfig",
     "RoundRobinSelector",
     "SendFailedError",
     "SendResult",

@@ -21,7 +21,7 @@ from pydantic.alias_generators import to_camel
 from aiorocketmq.common.msg_id import build_client_id
 from aiorocketmq.remoting.config import RemotingClientConfig
 
-__all__ = ["ClientConfig", "ProducerConfig", "PullConsumerConfig", "local_ip"]
+__all__ = ["ClientConfig", "ProducerConfig", "PullConsumerConfig", "PushConsumerConfig", "local_ip"]
 
 
 def local_ip() -> str:
@@ -131,6 +131,59 @@ class PullConsumerConfig(BaseModel):
     )
     consumer_pull_timeout_millis: int = Field(
         10_000, ge=1, description="Timeout of a non-blocking pull."
+    )
+    offset_store_dir: Path = Field(
+        default_factory=lambda: Path.home() / ".rocketmq_offsets",
+        description="BROADCASTING offsets directory (rocketmq.client.localOffsetStoreDir).",
+    )
+    unit_mode: bool = Field(False, description="Unit mode flag sent in heartbeats.")
+
+
+class PushConsumerConfig(BaseModel):
+    """A push consumer's settings (Java ``DefaultMQPushConsumer``; times in ms)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid"
+    )
+
+    message_model: Literal["CLUSTERING", "BROADCASTING"] = Field(
+        "CLUSTERING", description="Queues shared by the group (CLUSTERING) or all read by each."
+    )
+    consume_from_where: Literal[
+        "CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP"
+    ] = Field("CONSUME_FROM_LAST_OFFSET", description="Start of a queue without an offset.")
+    consume_timestamp_ms: int | None = Field(
+        None, description="CONSUME_FROM_TIMESTAMP's time; None: half an hour before start."
+    )
+    consume_thread_max: int = Field(20, ge=1, description="Batches consumed at the same time.")
+    consume_message_batch_max_size: int = Field(1, ge=1, description="Messages per listener call.")
+    pull_batch_size: int = Field(32, ge=1, le=1024, description="Messages asked per pull.")
+    pull_threshold_for_queue: int = Field(
+        1_000, ge=1, description="Pulls of a queue pause while it holds this many messages."
+    )
+    pull_threshold_size_for_queue: int = Field(
+        100, ge=1, description="... or this many MiB of bodies."
+    )
+    consume_concurrently_max_span: int = Field(
+        2_000, ge=1, description="... or (concurrent) offsets this far apart."
+    )
+    max_reconsume_times: int = Field(
+        -1, ge=-1, description="Retries before the DLQ; -1: 16 (concurrent), unlimited (orderly)."
+    )
+    suspend_current_queue_time_millis: int = Field(
+        1_000, ge=10, le=30_000, description="Orderly pause after SUSPEND_CURRENT_QUEUE_A_MOMENT."
+    )
+    broker_suspend_max_time_millis: int = Field(
+        15_000, ge=0, description="How long a broker may hold a pull (long polling)."
+    )
+    consumer_timeout_millis_when_suspend: int = Field(
+        30_000, ge=1, description="Timeout of a held pull (longer than the hold)."
+    )
+    pull_time_delay_millis_when_exception: int = Field(
+        3_000, ge=1, description="Pause of a queue's pulls after a failed pull."
+    )
+    rebalance_interval_millis: int = Field(
+        20_000, ge=1, description="Rebalance period (also at once on NOTIFY_CONSUMER_IDS_CHANGED)."
     )
     offset_store_dir: Path = Field(
         default_factory=lambda: Path.home() / ".rocketmq_offsets",

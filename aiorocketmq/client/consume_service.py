@@ -1,0 +1,473 @@
+"""Consume services: how pulled messages reach a push consumer's listener.
+
+Owns (Java 4.9.8 ``ConsumeMessageConcurrentlyService`` /
+``ConsumeMessageOrderlyService``):
+
+- the listener statuses and contexts (``ConsumeConcurrentlyStatus``,
+  ``ConsumeOrderlyStatus``, ``ConsumeConcurrentlyContext``, ``ConsumeOrderlyContext``);
+  a listener is ``listener(msgs, context) -> status`` (sync or async); an exception
+  or ``None`` counts as RECONSUME_LATER / SUSPEND_CURRENT_QUEUE_A_MOMENT;
+- ``ConcurrentConsumeService``: ``consume_thread_max`` worker tasks take batches of
+  ``consume_message_batch_max_size`` messages; a failed batch is sent back to the
+  broker (CONSUMER_SEND_MSG_BACK, clustering only; broadcasting drops it) and
+  what could not be sent back is consumed again locally 5 s later; then the
+  queue's offset becomes the smallest offset still held;
+- ``OrderlyConsumeService``: one consume at a time per queue (``pq.consume_lock``),
+  only while this client holds the queue's broker lock (clustering), messages
+  taken in offset order; SUSPEND retries locally (1 s apart by default) until
+  ``max_reconsume_times``, then the message goes to ``%RETRY%`` (and so to the
+  DLQ) and consumption moves on; a consume runs at most 60 s before yielding.
+
+Must not: pull, rebalance or keep offsets itself (the host's offset store does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import inspect
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aiorocketmq.client.config import ClientConfig
+from aiorocketmq.client.errors import BrokerNotFoundError, MQClientError
+from aiorocketmq.client.instance import ClientInstance
+from aiorocketmq.client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
+from aiorocketmq.client.process_queue import ProcessQueue
+from aiorocketmq.client.producer import Producer
+from aiorocketmq.common.constants import retry_topic
+from aiorocketmq.common.message import Message, MessageExt, MessageQueue
+from aiorocketmq.common.properties import MessageConst
+from aiorocketmq.common.protocol_bodies import MessageModel
+
+__all__ = [
+    "ConcurrentConsumeService",
+    "ConsumeConcurrentlyContext",
+    "ConsumeConcurrentlyStatus",
+    "ConsumeHost",
+    "ConsumeOrderlyContext",
+    "ConsumeOrderlyStatus",
+    "Listener",
+    "OrderlyConsumeService",
+    "RetrySender",
+]
+
+log = logging.getLogger(__name__)
+
+SEND_BACK_TIMEOUT_MS = 5_000
+"""Java's sendMessageBack timeout."""
+
+SUBMIT_LATER_S = 5.0
+"""A batch that could not be sent back is consumed again this much later (Java: 5 s)."""
+
+MAX_TIME_CONSUME_CONTINUOUSLY_S = 60.0
+"""An orderly consume yields after this long (``rocketmq.client.maxTimeConsumeContinuously``)."""
+
+
+class ConsumeConcurrentlyStatus(enum.Enum):
+    """A concurrent listener's answer."""
+
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+class ConsumeOrderlyStatus(enum.Enum):
+    """An orderly listener's answer."""
+
+    SUCCESS = "SUCCESS"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+@dataclass(slots=True)
+class ConsumeConcurrentlyContext:
+    """What a concurrent listener may read and set.
+
+    Attributes:
+        message_queue: the queue the messages came from.
+        delay_level_when_next_consume: 0 lets the broker choose (3 + reconsume
+            times); -1 sends the messages straight to the DLQ.
+    """
+
+    message_queue: MessageQueue
+    delay_level_when_next_consume: int = 0
+
+
+@dataclass(slots=True)
+class ConsumeOrderlyContext:
+    """What an orderly listener may read and set.
+
+    Attributes:
+        message_queue: the queue the messages came from.
+        suspend_current_queue_time_millis: the pause after SUSPEND (-1: the
+            consumer's ``suspend_current_queue_time_millis``).
+    """
+
+    message_queue: MessageQueue
+    suspend_current_queue_time_millis: int = -1
+
+
+Listener = Callable[[list[MessageExt], Any], Any]
+"""``listener(msgs, context)`` returning a status, or an awaitable of one."""
+
+
+class ConsumeHost(Protocol):
+    """What the consume services need from their push consumer."""
+
+    group: str
+    model: MessageModel
+    consume_message_batch_max_size: int
+    suspend_current_queue_time_millis: int
+
+    @property
+    def max_reconsume_times(self) -> int:
+        """Retries before the DLQ (-1: unlimited, orderly)."""
+
+    @property
+    def offset_store(self) -> RemoteBrokerOffsetStore | LocalFileOffsetStore:
+        """The consumer's offset store."""
+
+    async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str) -> bool:
+        """CONSUMER_SEND_MSG_BACK (falling back to a %RETRY% send); False if both failed."""
+
+    async def send_message_back_orderly(self, msg: MessageExt) -> bool:
+        """Send an orderly message that used up its retries to %RETRY% (then the DLQ)."""
+
+    async def lock_and_check(self, mq: MessageQueue) -> bool:
+        """LOCK_BATCH_MQ for ``mq``; True when held."""
+
+    def is_running(self) -> bool:
+        """Whether the consumer still runs."""
+
+
+async def call_listener(listener: Listener, msgs: list[MessageExt], context: object) -> Any:
+    """Run a sync or async listener; an exception is logged and returns None."""
+    try:
+        result = listener(msgs, context)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+    except Exception:
+        log.exception("listener raised; the messages will be consumed again")
+        return None
+
+
+def reset_retry_topic(msgs: list[MessageExt], group: str) -> None:
+    """Messages pulled from ``%RETRY%<group>`` get their original topic back."""
+    group_topic = retry_topic(group)
+    for msg in msgs:
+        original = msg.get_property(MessageConst.PROPERTY_RETRY_TOPIC)
+        if original is not None and msg.topic == group_topic:
+            msg.topic = original
+
+
+def _mark_consume_start(msgs: list[MessageExt]) -> None:
+    now = str(int(time.time() * 1000))
+    for msg in msgs:
+        msg.put_property(MessageConst.PROPERTY_CONSUME_START_TIMESTAMP, now)
+
+
+class ConcurrentConsumeService:
+    """Concurrent consumption by a pool of worker tasks (see the module docstring).
+
+    Args:
+        host: the push consumer.
+        listener: the concurrent listener.
+        workers: how many batches are consumed at the same time.
+    """
+
+    def __init__(self, host: ConsumeHost, listener: Listener, workers: int) -> None:
+        self.host = host
+        self.listener = listener
+        self.workers = workers
+        self._queue: asyncio.Queue[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = (
+            asyncio.Queue()
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+        self._later: set[asyncio.TimerHandle] = set()
+
+    def start(self) -> None:
+        """Start the worker tasks."""
+        self._tasks = [
+            asyncio.create_task(self._worker(), name=f"consume-{self.host.group}-{i}")
+            for i in range(self.workers)
+        ]
+
+    async def shutdown(self) -> None:
+        """Stop the workers (a batch being consumed is abandoned; its offset not committed)."""
+        for handle in self._later:
+            handle.cancel()
+        self._later.clear()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    def submit(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, _dispatch: bool = True
+    ) -> None:
+        """Queue pulled messages for the workers, in batches."""
+        size = max(1, self.host.consume_message_batch_max_size)
+        for start in range(0, len(msgs), size):
+            self._queue.put_nowait((msgs[start : start + size], pq, mq))
+
+    def _submit_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        loop = asyncio.get_running_loop()
+
+        def again() -> None:
+            self._later.discard(handle)
+            self.submit(msgs, pq, mq)
+
+        handle = loop.call_later(SUBMIT_LATER_S, again)
+        self._later.add(handle)
+
+    async def _worker(self) -> None:
+        while True:
+            msgs, pq, mq = await self._queue.get()
+            if pq.dropped:
+                continue
+            try:
+                await self._consume(msgs, pq, mq)
+            except Exception:
+                log.exception("consume failed group=%s mq=%s", self.host.group, mq)
+
+    async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        context = ConsumeConcurrentlyContext(mq)
+        reset_retry_topic(msgs, self.host.group)
+        _mark_consume_start(msgs)
+        status = await call_listener(self.listener, msgs, context)
+        if not isinstance(status, ConsumeConcurrentlyStatus):
+            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+        if not pq.dropped:
+            await self._process_result(status, context, msgs, pq, mq)
+
+    async def _process_result(
+        self,
+        status: ConsumeConcurrentlyStatus,
+        context: ConsumeConcurrentlyContext,
+        msgs: list[MessageExt],
+        pq: ProcessQueue,
+        mq: MessageQueue,
+    ) -> None:
+        """Java's ``processConsumeResult`` with ackIndex all-or-nothing."""
+        done = msgs
+        if status is ConsumeConcurrentlyStatus.RECONSUME_LATER:
+            if self.host.model is MessageModel.BROADCASTING:
+                for msg in msgs:
+                    log.warning("BROADCASTING, the message consume failed, drop it: %s", msg.msg_id)
+            else:
+                failed: list[MessageExt] = []
+                for msg in msgs:
+                    level = context.delay_level_when_next_consume
+                    if not await self.host.send_message_back(msg, level, mq.broker_name):
+                        msg.reconsume_times += 1
+                        failed.append(msg)
+                if failed:
+                    done = [m for m in msgs if m not in failed]
+                    self._submit_later(failed, pq, mq)
+        offset = pq.remove_messages(done)
+        if offset >= 0 and not pq.dropped:
+            self.host.offset_store.update_offset(mq, offset, increase_only=True)
+
+
+class OrderlyConsumeService:
+    """Orderly consumption, one consume per queue at a time (see the module docstring).
+
+    Args:
+        host: the push consumer.
+        listener: the orderly listener.
+    """
+
+    def __init__(self, host: ConsumeHost, listener: Listener) -> None:
+        self.host = host
+        self.listener = listener
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        """Nothing to start: a task runs per queue while it has messages."""
+
+    async def shutdown(self) -> None:
+        """Cancel the running consumes."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    def submit(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True
+    ) -> None:
+        """Start a consume of ``mq`` when the pull said so (``dispatch``)."""
+        if dispatch:
+            self._spawn(pq, mq, 0.0)
+
+    def _spawn(self, pq: ProcessQueue, mq: MessageQueue, delay_s: float) -> None:
+        task = asyncio.create_task(self._run(pq, mq, delay_s), name=f"orderly-{mq}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, pq: ProcessQueue, mq: MessageQueue, delay_s: float) -> None:
+        if delay_s > 0:
+            await asyncio.sleep(delay_s)
+        if pq.dropped or not self.host.is_running():
+            return
+        try:
+            async with pq.consume_lock:
+                await self._consume_locked(pq, mq)
+        except Exception:
+            log.exception("orderly consume failed group=%s mq=%s", self.host.group, mq)
+            self._spawn(pq, mq, 1.0)
+
+    def _lock_ok(self, pq: ProcessQueue) -> bool:
+        if self.host.model is MessageModel.BROADCASTING:
+            return True
+        return pq.locked and not pq.is_lock_expired()
+
+    async def _consume_locked(self, pq: ProcessQueue, mq: MessageQueue) -> None:
+        """Java's ``ConsumeRequest.run`` (the queue's consume lock is held)."""
+        if not self._lock_ok(pq):
+            await self._try_lock_later(pq, mq, 0.1)
+            return
+        started = time.monotonic()
+        while not pq.dropped:
+            if not self._lock_ok(pq):
+                await self._try_lock_later(pq, mq, 0.01)
+                return
+            if time.monotonic() - started > MAX_TIME_CONSUME_CONTINUOUSLY_S:
+                self._spawn(pq, mq, 0.01)
+                return
+            msgs = pq.take_messages(max(1, self.host.consume_message_batch_max_size))
+            if not msgs:
+                return
+            reset_retry_topic(msgs, self.host.group)
+            _mark_consume_start(msgs)
+            context = ConsumeOrderlyContext(mq)
+            status = await call_listener(self.listener, msgs, context)
+            if not isinstance(status, ConsumeOrderlyStatus):
+                status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+            if pq.dropped:
+                return
+            if not await self._process_result(status, context, msgs, pq, mq):
+                return
+
+    async def _try_lock_later(self, pq: ProcessQueue, mq: MessageQueue, delay_s: float) -> None:
+        """Try the broker lock again soon; consume again at once if it was taken."""
+        locked = await self.host.lock_and_check(mq)
+        self._spawn(pq, mq, delay_s if locked else 3.0)
+
+    async def _process_result(
+        self,
+        status: ConsumeOrderlyStatus,
+        context: ConsumeOrderlyContext,
+        msgs: list[MessageExt],
+        pq: ProcessQueue,
+        mq: MessageQueue,
+    ) -> bool:
+        """Commit or suspend (Java's processConsumeResult, autoCommit); True to go on."""
+        go_on = True
+        if status is ConsumeOrderlyStatus.SUCCESS:
+            offset = pq.commit()
+        elif await self._check_reconsume_times(msgs):
+            pq.make_message_to_consume_again(msgs)
+            pause = context.suspend_current_queue_time_millis
+            if pause < 0:
+                pause = self.host.suspend_current_queue_time_millis
+            self._spawn(pq, mq, min(max(pause, 10), 30_000) / 1000)
+            offset, go_on = -1, False
+        else:
+            offset = pq.commit()
+        if offset >= 0 and not pq.dropped:
+            self.host.offset_store.update_offset(mq, offset, increase_only=False)
+        return go_on
+
+    async def _check_reconsume_times(self, msgs: list[MessageExt]) -> bool:
+        """True when the messages must be consumed again; those past the limit are sent back."""
+        suspend = False
+        limit = self.host.max_reconsume_times
+        for msg in msgs:
+            if limit >= 0 and msg.reconsume_times >= limit:
+                msg.put_property(MessageConst.PROPERTY_RECONSUME_TIME, str(msg.reconsume_times))
+                if not await self.host.send_message_back_orderly(msg):
+                    suspend = True
+                    msg.reconsume_times += 1
+            else:
+                suspend = True
+                msg.reconsume_times += 1
+        return suspend
+
+
+class RetrySender:
+    """Sends failed messages back for retry (Java's ``sendMessageBack`` of the consumer).
+
+    Args:
+        instance: the consumer's client instance.
+        group: the consumer group.
+        client_config: the consumer's client settings (the inner producer's, renamed).
+        max_reconsume_times: sent with every send-back (-1: unlimited).
+    """
+
+    def __init__(
+        self,
+        instance: ClientInstance,
+        group: str,
+        client_config: ClientConfig,
+        max_reconsume_times: int,
+    ) -> None:
+        self.instance = instance
+        self.group = group
+        self.client_config = client_config
+        self.max_reconsume_times = max_reconsume_times
+        self._producer: Producer | None = None
+
+    async def send_back(self, msg: MessageExt, delay_level: int, broker_name: str) -> bool:
+        """CONSUMER_SEND_MSG_BACK to ``broker_name``'s master; a %RETRY% send if that fails."""
+        address = self.instance.find_broker_address_in_publish(broker_name)
+        try:
+            if address is None:
+                raise BrokerNotFoundError(broker_name)
+            await self.instance.api.consumer_send_message_back(
+                address,
+                msg,
+                self.group,
+                delay_level,
+                SEND_BACK_TIMEOUT_MS,
+                max_reconsume_times=self.max_reconsume_times,
+            )
+            return True
+        except MQClientError as exc:
+            log.warning("send back failed, sending to %%RETRY%% msg=%s error=%s", msg.msg_id, exc)
+        return await self.send_to_retry_topic(msg, msg.reconsume_times + 1)
+
+    async def send_to_retry_topic(self, msg: MessageExt, reconsume_times: int) -> bool:
+        """A copy of ``msg`` to %RETRY%<group> through the inner producer (CLIENT_INNER_PRODUCER).
+
+        The broker sends it to the DLQ when ``reconsume_times`` reached the maximum.
+        """
+        new = Message(
+            retry_topic(self.group), msg.body, flag=msg.flag, properties=dict(msg.properties)
+        )
+        origin = msg.get_property(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID)
+        new.put_property(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID, origin or msg.msg_id)
+        new.put_property(MessageConst.PROPERTY_RETRY_TOPIC, msg.topic)
+        new.put_property(MessageConst.PROPERTY_RECONSUME_TIME, str(reconsume_times))
+        limit = self.max_reconsume_times if self.max_reconsume_times >= 0 else 2**31 - 1
+        new.put_property(MessageConst.PROPERTY_MAX_RECONSUME_TIMES, str(limit))
+        new.clear_property(MessageConst.PROPERTY_TRANSACTION_PREPARED)
+        new.delay_time_level = 3 + msg.reconsume_times
+        try:
+            if self._producer is None:
+                name = f"{self.client_config.instance_name}-inner"
+                inner = self.client_config.model_copy(update={"instance_name": name})
+                self._producer = Producer("CLIENT_INNER_PRODUCER", client_config=inner)
+                await self._producer.start()
+            await self._producer.send(new)
+            return True
+        except MQClientError as exc:
+            log.warning("send to retry topic failed msg=%s error=%s", msg.msg_id, exc)
+            return False
+
+    async def shutdown(self) -> None:
+        """Stop the inner producer, if one was started."""
+        if self._producer is not None:
+            await self._producer.shutdown()

@@ -1,0 +1,583 @@
+"""PushConsumer: the client pulls for you and calls your listener (or yields to ``async for``).
+
+Owns (Java 4.9.8 ``DefaultMQPushConsumerImpl`` + ``PullMessageService``): the
+consumer's registration (CONSUME_PASSIVELY) and heartbeat entry, its
+subscriptions (in clustering also ``%RETRY%<group>``), the rebalance loop (every
+``rebalance_interval_millis`` and at once on NOTIFY_CONSUMER_IDS_CHANGED), the
+orderly lock renewal (every 20 s), one long-polling pull loop per owned queue
+(flow control by count, size and span; ``suggestWhichBrokerId`` followed through
+``PullAPIWrapper``), sending failed messages back (CONSUMER_SEND_MSG_BACK, falling
+back to a send to ``%RETRY%<group>`` as Java does), the ``messages()`` iterator
+and graceful shutdown (consumes stopped, locks released, offsets persisted, the
+client unregistered).
+
+Pulls always carry the subscription expression (the SUBSCRIPTION bit set, as
+Java's ``postSubscriptionWhenPull``), so a pull never depends on whether the
+broker has seen our heartbeat yet.
+
+Usage::
+
+    consumer = PushConsumer("my-group", namesrv_addr="127.0.0.1:9876")
+    consumer.subscribe("TopicTest", "TagA || TagB")
+    async with consumer:
+        async for msg in consumer.messages():
+            print(msg.topic, msg.queue_offset, msg.body)
+
+Must not: decide queue ownership (``rebalance``) or how a listener's answer is
+applied (``consume_service``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from types import TracebackType
+
+from aiorocketmq.client.allocate import AllocateStrategy, allocate_averagely
+from aiorocketmq.client.config import ClientConfig, PushConsumerConfig
+from aiorocketmq.client.consume_service import (
+    ConcurrentConsumeService,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyStatus,
+    Listener,
+    OrderlyConsumeService,
+    RetrySender,
+)
+from aiorocketmq.client.errors import (
+    BrokerNotFoundError,
+    ClientStateError,
+    InvalidArgumentError,
+    MQClientError,
+)
+from aiorocketmq.client.instance import ClientInstance, ClientManager
+from aiorocketmq.client.offset_store import (
+    LocalFileOffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
+from aiorocketmq.client.process_queue import REBALANCE_LOCK_INTERVAL_MS, ProcessQueue
+from aiorocketmq.client.pull_wrapper import PullAPIWrapper, build_pull_sys_flag
+from aiorocketmq.client.rebalance import RebalanceImpl, compute_pull_from_where
+from aiorocketmq.client.results import PullStatus
+from aiorocketmq.common.constants import retry_topic
+from aiorocketmq.common.message import MessageExt, MessageQueue
+from aiorocketmq.common.protocol_bodies import (
+    ConsumeFromWhere,
+    ConsumerData,
+    ConsumeType,
+    MessageModel,
+    build_subscription_data,
+)
+from aiorocketmq.common.validators import validate_group
+from aiorocketmq.runtime import BlockingExecutor
+
+__all__ = ["PushConsumer"]
+
+log = logging.getLogger(__name__)
+
+
+class PushConsumer:
+    """Consumes subscribed topics through a listener or ``messages()`` (module docstring).
+
+    Args:
+        group: the consumer group.
+        namesrv_addr: ``host:port;host:port`` (or give ``client_config``).
+        config: push consumer settings.
+        client_config: client instance settings.
+        manager: share the client instance through this manager (None: own instance).
+        allocate_strategy: how the group's queues are shared (clustering).
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str | None = None,
+        *,
+        config: PushConsumerConfig | None = None,
+        client_config: ClientConfig | None = None,
+        manager: ClientManager | None = None,
+        allocate_strategy: AllocateStrategy = allocate_averagely,
+    ) -> None:
+        remark = validate_group(group)
+        if remark is not None:
+            raise InvalidArgumentError(remark)
+        if group == "DEFAULT_CONSUMER":
+            raise InvalidArgumentError(
+                "consumerGroup can not equal DEFAULT_CONSUMER, please specify another one."
+            )
+        if client_config is None:
+            if namesrv_addr is None:
+                raise InvalidArgumentError("namesrv_addr or client_config is required")
+            client_config = ClientConfig(namesrv_addr=namesrv_addr)
+        self.group = group
+        self.config = config or PushConsumerConfig()
+        self.client_config = client_config
+        self.model = MessageModel[self.config.message_model]
+        self.consume_message_batch_max_size = self.config.consume_message_batch_max_size
+        self.suspend_current_queue_time_millis = self.config.suspend_current_queue_time_millis
+        self.allocate_strategy = allocate_strategy
+        self._manager = manager
+        self._subscriptions: dict[str, str] = {}
+        self._listener: Listener | None = None
+        self.orderly = False
+        self._iter_queue: asyncio.Queue[tuple[MessageExt, asyncio.Future[bool]]] = asyncio.Queue(1)
+        self._instance: ClientInstance | None = None
+        self._rebalance: RebalanceImpl | None = None
+        self._wrapper: PullAPIWrapper | None = None
+        self._offsets: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None
+        self._service: ConcurrentConsumeService | OrderlyConsumeService | None = None
+        self._executor: BlockingExecutor | None = None
+        self._sender: RetrySender | None = None
+        self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._background: list[asyncio.Task[None]] = []
+        self._rebalance_now = asyncio.Event()
+        self._running = False
+        self.rebalance_count = 0
+
+    # -- setup ---------------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Consume ``topic`` messages whose tag matches ``expression`` (``"TagA || TagB"``)."""
+        build_subscription_data(topic, expression)  # validates the expression now
+        self._subscriptions[topic] = expression
+        if self._rebalance is not None:
+            self._rebalance.subscription_inner[topic] = build_subscription_data(topic, expression)
+            self._rebalance_now.set()
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic`` (its queues are dropped at the next rebalance)."""
+        self._subscriptions.pop(topic, None)
+        if self._rebalance is not None:
+            self._rebalance.subscription_inner.pop(topic, None)
+            self._rebalance_now.set()
+
+    def register_message_listener(self, listener: Listener, *, orderly: bool = False) -> None:
+        """Set the listener: ``listener(msgs, context)`` returning a status (sync or async).
+
+        Args:
+            listener: concurrent listeners return ``ConsumeConcurrentlyStatus``,
+                orderly ones ``ConsumeOrderlyStatus``.
+            orderly: consume each queue in offset order, one consume at a time.
+        """
+        if self._running:
+            raise ClientStateError("register the listener before start")
+        self._listener, self.orderly = listener, orderly
+
+    @property
+    def max_reconsume_times(self) -> int:
+        """Retries before the DLQ: -1 means 16 (concurrent) or unlimited (orderly, -1)."""
+        value = self.config.max_reconsume_times
+        return 16 if value == -1 and not self.orderly else value
+
+    @property
+    def instance(self) -> ClientInstance:
+        """The client instance (raises ``ClientStateError`` before ``start``)."""
+        if self._instance is None:
+            raise ClientStateError(f"push consumer {self.group} is not started")
+        return self._instance
+
+    @property
+    def rebalance(self) -> RebalanceImpl:
+        """The rebalance (its ``process_queue_table`` shows the owned queues)."""
+        if self._rebalance is None:
+            raise ClientStateError(f"push consumer {self.group} is not started")
+        return self._rebalance
+
+    @property
+    def offset_store(self) -> RemoteBrokerOffsetStore | LocalFileOffsetStore:
+        """Where offsets are kept (raises ``ClientStateError`` before ``start``)."""
+        if self._offsets is None:
+            raise ClientStateError(f"push consumer {self.group} is not started")
+        return self._offsets
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Join the instance, heartbeat, rebalance at once, and start pulling.
+
+        Raises:
+            ClientStateError: no subscription, or the group is already registered here.
+        """
+        if self._running:
+            return
+        if not self._subscriptions:
+            raise ClientStateError("subscribe to at least one topic before start")
+        instance = await self._acquire()
+        self._instance = instance
+        self._wrapper = PullAPIWrapper(instance, self.group, self.config.unit_mode)
+        self._offsets = self._make_offset_store(instance)
+        await self._offsets.load()
+        self._rebalance = self._make_rebalance(instance, self._offsets)
+        if self.model is MessageModel.CLUSTERING:
+            self._rebalance.subscription_inner[retry_topic(self.group)] = build_subscription_data(
+                retry_topic(self.group), "*"
+            )
+        self._service = self._make_service()
+        self._service.start()
+        self._running = True
+        for topic in sorted(self._rebalance.subscription_inner):
+            await self._refresh_route(topic)
+        await instance.send_heartbeat_to_all_brokers()
+        self._background.append(asyncio.create_task(self._rebalance_loop(), name="rebalance"))
+        if self.orderly and self.model is MessageModel.CLUSTERING:
+            self._background.append(asyncio.create_task(self._lock_loop(), name="lock-all"))
+        log.info("push consumer started group=%s client_id=%s", self.group, instance.client_id)
+
+    async def _acquire(self) -> ClientInstance:
+        if self._manager is not None:
+            instance = await self._manager.acquire(self.client_config)
+        else:
+            instance = ClientInstance(self.client_config)
+            await instance.start()
+        if not instance.register_consumer(self.group, self):
+            await self._release(instance)
+            raise ClientStateError(
+                f"The consumer group[{self.group}] has been created before, specify another name"
+            )
+        return instance
+
+    def _make_offset_store(
+        self, instance: ClientInstance
+    ) -> RemoteBrokerOffsetStore | LocalFileOffsetStore:
+        if self.model is MessageModel.BROADCASTING:
+            self._executor = BlockingExecutor(f"offsets-{self.group}")
+            return LocalFileOffsetStore(
+                self.config.offset_store_dir, instance.client_id, self.group, self._executor
+            )
+        return RemoteBrokerOffsetStore(instance, self.group)
+
+    def _make_rebalance(
+        self, instance: ClientInstance, store: RemoteBrokerOffsetStore | LocalFileOffsetStore
+    ) -> RebalanceImpl:
+        timestamp = self.config.consume_timestamp_ms
+        if timestamp is None:
+            timestamp = int(time.time() * 1000) - 30 * 60 * 1000
+        rebalance = RebalanceImpl(
+            instance,
+            self.group,
+            self.model,
+            strategy=self.allocate_strategy,
+            store=store,
+            host=self,
+            orderly=self.orderly,
+            consume_from_where=ConsumeFromWhere[self.config.consume_from_where],
+            consume_timestamp_ms=timestamp,
+        )
+        for topic, expression in self._subscriptions.items():
+            rebalance.subscription_inner[topic] = build_subscription_data(topic, expression)
+        return rebalance
+
+    def _make_service(self) -> ConcurrentConsumeService | OrderlyConsumeService:
+        listener = self._listener or self._iter_listener
+        if self.orderly:
+            return OrderlyConsumeService(self, listener)
+        return ConcurrentConsumeService(self, listener, self.config.consume_thread_max)
+
+    async def shutdown(self) -> None:
+        """Stop pulling and consuming, unlock, persist offsets, unregister (idempotent)."""
+        instance = self._instance
+        if instance is None or not self._running:
+            return
+        self._running = False
+        tasks = self._background + list(self._pull_tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._background, self._pull_tasks = [], {}
+        if self._service is not None:
+            await self._service.shutdown()
+        try:
+            if self.orderly and self.model is MessageModel.CLUSTERING:
+                await self.rebalance.unlock_all()
+            for pq in self.rebalance.process_queue_table.values():
+                pq.dropped = True
+            await self._persist(oneway=False)
+        finally:
+            self._instance = None
+            await instance.unregister_consumer(self.group)
+            await self._release(instance)
+            if self._sender is not None:
+                await self._sender.shutdown()
+            if self._executor is not None:
+                await self._executor.shutdown()
+        log.info("push consumer stopped group=%s", self.group)
+
+    async def _release(self, instance: ClientInstance) -> None:
+        if self._manager is not None:
+            await self._manager.release(instance)
+        else:
+            await instance.shutdown()
+
+    async def __aenter__(self) -> PushConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.shutdown()
+
+    def is_running(self) -> bool:
+        """Whether the consumer is started and not shut down."""
+        return self._running
+
+    # -- iterator ------------------------------------------------------------------------
+
+    async def _iter_listener(self, msgs: list[MessageExt], _context: object) -> object:
+        """The listener behind ``messages()``: hand each message over, wait for the loop."""
+        loop = asyncio.get_running_loop()
+        for msg in msgs:
+            done: asyncio.Future[bool] = loop.create_future()
+            await self._iter_queue.put((msg, done))
+            if not await done:
+                if self.orderly:
+                    return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        if self.orderly:
+            return ConsumeOrderlyStatus.SUCCESS
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def messages(self) -> AsyncIterator[MessageExt]:
+        """Yield consumed messages when no listener is registered.
+
+        A message counts as consumed when the loop asks for the next one; if the
+        loop body raises (or breaks), that message is consumed again later.
+        """
+        if self._listener is not None:
+            raise ClientStateError("messages() is for consumers without a listener")
+        while True:
+            msg, done = await self._iter_queue.get()
+            try:
+                yield msg
+            except BaseException:
+                if not done.done():
+                    done.set_result(False)
+                raise
+            if not done.done():
+                done.set_result(True)
+
+    # -- ConsumerInner -------------------------------------------------------------------
+
+    def consumer_data(self) -> ConsumerData:
+        """The heartbeat entry: CONSUME_PASSIVELY with every subscription."""
+        subs = list(self._rebalance.subscription_inner.values()) if self._rebalance else []
+        return ConsumerData(
+            group_name=self.group,
+            consume_type=ConsumeType.CONSUME_PASSIVELY,
+            message_model=self.model,
+            consume_from_where=ConsumeFromWhere[self.config.consume_from_where],
+            subscriptions=subs,
+            unit_mode=self.config.unit_mode,
+        )
+
+    def subscribe_topics(self) -> set[str]:
+        """The subscribed topics (with the retry topic in clustering)."""
+        return set(self._rebalance.subscription_inner) if self._rebalance else set()
+
+    def is_subscribe_topic_need_update(self, topic: str) -> bool:
+        """A subscribed topic whose queues are not known yet."""
+        rb = self._rebalance
+        return (
+            rb is not None
+            and topic in rb.subscription_inner
+            and (topic not in rb.topic_subscribe_info)
+        )
+
+    def update_topic_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
+        """Take the readable queues of a subscribed topic."""
+        rb = self._rebalance
+        if rb is not None and topic in rb.subscription_inner:
+            rb.topic_subscribe_info[topic] = set(mqs)
+
+    async def persist_consumer_offset(self) -> None:
+        """Persist the offsets of the owned queues (oneway to the brokers)."""
+        await self._persist(oneway=True)
+
+    async def _persist(self, *, oneway: bool) -> None:
+        if self._offsets is None or self._rebalance is None:
+            return
+        await self._offsets.persist_all(list(self._rebalance.process_queue_table), oneway=oneway)
+
+    def on_consumer_ids_changed(self) -> None:
+        """The group's membership changed: rebalance now."""
+        self._rebalance_now.set()
+
+    # -- rebalance and locks -------------------------------------------------------------
+
+    async def _refresh_route(self, topic: str) -> None:
+        try:
+            await self.instance.update_topic_route(topic)
+        except MQClientError as exc:
+            log.warning("route refresh failed topic=%s error=%s", topic, exc)
+
+    async def do_rebalance(self) -> bool:
+        """One rebalance now (routes of topics without queues refreshed first)."""
+        rb = self.rebalance
+        for topic in sorted(rb.subscription_inner):
+            if topic not in rb.topic_subscribe_info:
+                await self._refresh_route(topic)
+        self.rebalance_count += 1
+        return await rb.do_rebalance()
+
+    async def _rebalance_loop(self) -> None:
+        interval = self.config.rebalance_interval_millis / 1000
+        while self._running:
+            self._rebalance_now.clear()
+            try:
+                await self.do_rebalance()
+            except Exception:
+                log.exception("rebalance failed group=%s", self.group)
+            try:
+                async with asyncio.timeout(interval):
+                    await self._rebalance_now.wait()
+            except TimeoutError:
+                pass
+
+    async def _lock_loop(self) -> None:
+        while self._running:
+            await asyncio.sleep(REBALANCE_LOCK_INTERVAL_MS / 1000)
+            await self.rebalance.lock_all()
+
+    async def lock_and_check(self, mq: MessageQueue) -> bool:
+        """LOCK_BATCH_MQ for ``mq`` (orderly consume service)."""
+        return await self.rebalance.lock(mq)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        """GET_MAX_OFFSET from the queue's master."""
+        return await self.instance.api.get_max_offset(
+            await self._master(mq), mq, self.client_config.mq_client_api_timeout
+        )
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP on the queue's master."""
+        return await self.instance.api.search_offset(
+            await self._master(mq), mq, timestamp_ms, self.client_config.mq_client_api_timeout
+        )
+
+    async def _master(self, mq: MessageQueue) -> str:
+        address = self.instance.find_broker_address_in_publish(mq.broker_name)
+        if address is None:
+            await self.instance.update_topic_route(mq.topic)
+            address = self.instance.find_broker_address_in_publish(mq.broker_name)
+        if address is None:
+            raise BrokerNotFoundError(mq.broker_name)
+        return address
+
+    # -- pulling -------------------------------------------------------------------------
+
+    def dispatch_pull_request(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
+        """Start the pull loop of a newly owned queue."""
+        old = self._pull_tasks.get(mq)
+        if old is not None and not old.done():
+            old.cancel()  # its process queue was dropped; the new one takes over
+        task = asyncio.create_task(self._pull_loop(mq, pq, next_offset), name=f"pull-{mq}")
+        self._pull_tasks[mq] = task
+
+    def _must_wait(self, pq: ProcessQueue) -> bool:
+        """Java's flow control: too many, too large, or (concurrent) too far apart."""
+        c = self.config
+        if pq.msg_count > c.pull_threshold_for_queue:
+            return True
+        if pq.msg_size > c.pull_threshold_size_for_queue * 1024 * 1024:
+            return True
+        return not self.orderly and pq.max_span() > c.consume_concurrently_max_span
+
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        """Pull ``mq`` until its process queue is dropped (Java's pullMessage)."""
+        delay_on_error = self.config.pull_time_delay_millis_when_exception / 1000
+        previously_locked = False
+        while self._running and not pq.dropped:
+            pq.last_pull_timestamp = int(time.monotonic() * 1000)
+            if self._must_wait(pq):
+                await asyncio.sleep(0.05)
+                continue
+            if self.orderly and not previously_locked:
+                if not pq.locked:
+                    await asyncio.sleep(delay_on_error)
+                    continue
+                try:  # the lock is ours now: start from the committed offset
+                    offset = await compute_pull_from_where(
+                        mq, self.rebalance.consume_from_where, self.offset_store, self,
+                        self.rebalance.consume_timestamp_ms,
+                    )  # fmt: skip
+                except MQClientError:
+                    await asyncio.sleep(delay_on_error)
+                    continue
+                previously_locked = True
+            try:
+                offset = await self._pull_once(mq, pq, offset)
+            except MQClientError as exc:
+                log.info("pull failed mq=%s error=%s", mq, exc)
+                await asyncio.sleep(delay_on_error)
+
+    async def _pull_once(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> int:
+        """One long-polling pull; returns the next offset."""
+        subscription = self.rebalance.subscription_inner.get(mq.topic)
+        if subscription is None:
+            await asyncio.sleep(self.config.pull_time_delay_millis_when_exception / 1000)
+            return offset
+        commit_offset = 0
+        if self.model is MessageModel.CLUSTERING:
+            commit_offset = max(
+                0, await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
+            )
+        wrapper = self._wrapper
+        assert wrapper is not None
+        result = await wrapper.pull_kernel(
+            mq,
+            subscription,
+            offset,
+            self.config.pull_batch_size,
+            sys_flag=build_pull_sys_flag(commit_offset > 0, True, True),
+            commit_offset=commit_offset,
+            suspend_timeout_ms=self.config.broker_suspend_max_time_millis,
+            timeout_ms=self.config.consumer_timeout_millis_when_suspend,
+        )
+        result = wrapper.process_pull_result(mq, result, subscription)
+        if pq.dropped:
+            return offset
+        if result.status is PullStatus.FOUND:
+            msgs = result.msg_found_list
+            if msgs:
+                dispatch = pq.put_messages(msgs)
+                assert self._service is not None
+                self._service.submit(msgs, pq, mq, dispatch)
+            return result.next_begin_offset
+        if result.status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
+            if pq.msg_count == 0:  # Java's correctTagsOffset
+                self.offset_store.update_offset(mq, result.next_begin_offset, increase_only=True)
+            return result.next_begin_offset
+        await self._offset_illegal(mq, pq, result.next_begin_offset)
+        return result.next_begin_offset
+
+    async def _offset_illegal(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
+        """OFFSET_ILLEGAL: drop the queue, then (10 s later) store the broker's offset."""
+        log.warning("pull offset illegal mq=%s next=%d", mq, next_offset)
+        pq.dropped = True
+        await asyncio.sleep(10)
+        self.offset_store.update_offset(mq, next_offset)
+        await self.offset_store.persist(mq)
+        self.rebalance.remove_process_queue(mq)
+        self._rebalance_now.set()
+
+    # -- send back -----------------------------------------------------------------------
+
+    async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str) -> bool:
+        """CONSUMER_SEND_MSG_BACK to the queue's master; a %RETRY% send if that fails."""
+        return await self._retry_sender().send_back(msg, delay_level, broker_name)
+
+    async def send_message_back_orderly(self, msg: MessageExt) -> bool:
+        """An orderly message past its retries goes to %RETRY% (the broker moves it to the DLQ)."""
+        return await self._retry_sender().send_to_retry_topic(msg, msg.reconsume_times)
+
+    def _retry_sender(self) -> RetrySender:
+        if self._sender is None:
+            self._sender = RetrySender(
+                self.instance, self.group, self.client_config, self.max_reconsume_times
+            )
+        return self._sender

@@ -1,0 +1,207 @@
+"""PushConsumer against real ``mqnamesrv`` + ``mqbroker`` processes.
+
+- 100,000 messages produced in batches are all consumed by one push consumer
+  (``async for``), none lost, counted by key.
+- Three consumers of one group join and leave while consuming: once settled every
+  queue has exactly one owner and every message was consumed at least once.
+- Broadcasting delivers every message to each of two consumers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from aiorocketmq.client import (
+    ClientConfig,
+    ConsumeConcurrentlyStatus,
+    Message,
+    MessageExt,
+    Producer,
+    ProducerConfig,
+    PushConsumer,
+    PushConsumerConfig,
+)
+from tests.support.cluster import start_broker, start_namesrv
+from tests.support.procs import ManagedProcess
+from tests.support.wait import wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+StartProcess = Callable[..., ManagedProcess]
+
+
+def client(namesrv: str, name: str) -> ClientConfig:
+    """A client whose routes refresh every second (retry topics appear quickly)."""
+    return ClientConfig(
+        namesrv_addr=namesrv,
+        client_ip="127.0.0.1",
+        instance_name=name,
+        poll_name_server_interval=1_000,
+    )
+
+
+async def produce(namesrv: str, topic: str, keys: list[str], per_batch: int = 100) -> None:
+    """Send one 64-byte message per key in batches, 8 batches in flight."""
+    config = ProducerConfig(default_topic_queue_nums=8)
+    async with Producer("PG", config=config, client_config=client(namesrv, "producer")) as producer:
+        batches = [
+            [
+                Message(topic, b"x" * 64, properties={"KEYS": key, "TAGS": "TagA"})
+                for key in keys[start : start + per_batch]
+            ]
+            for start in range(0, len(keys), per_batch)
+        ]
+        for first in range(0, len(batches), 8):
+            await asyncio.gather(*(producer.send_batch(b) for b in batches[first : first + 8]))
+
+
+@pytest.mark.slow
+async def test_100k_messages_all_consumed_by_one_push_consumer(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    _, namesrv = await start_namesrv(start_process, tmp_path)
+    await start_broker(start_process, tmp_path, namesrv, "broker-a")
+    keys = [f"k{i}" for i in range(100_000)]
+    started = time.monotonic()
+    await produce(namesrv, "PushBig", keys)
+    produced = time.monotonic()
+    config = PushConsumerConfig(consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer = PushConsumer("CG-big", config=config, client_config=client(namesrv, "c1"))
+    consumer.subscribe("PushBig", "TagA || TagB")
+    seen: Counter[str] = Counter()
+    async with consumer:
+        async for msg in consumer.messages():
+            seen[msg.keys[0]] += 1
+            if len(seen) == len(keys):
+                break
+    consumed = time.monotonic()
+    print(
+        f"\nproduce {len(keys) / (produced - started):,.0f} msgs/s, "
+        f"push consume {len(keys) / (consumed - produced):,.0f} msgs/s"
+    )
+    assert set(seen) == set(keys)
+    # One consumer, no rebalance: nothing was delivered twice.
+    assert max(seen.values()) == 1
+
+
+class Recorder:
+    """A concurrent listener that counts keys and remembers who consumed what."""
+
+    def __init__(self, name: str, seen: Counter[str]) -> None:
+        self.name = name
+        self.seen = seen
+
+    def __call__(self, msgs: list[MessageExt], _context: object) -> ConsumeConcurrentlyStatus:
+        for msg in msgs:
+            self.seen[msg.keys[0]] += 1
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+
+def owners(consumers: dict[str, PushConsumer], topic: str) -> dict[tuple[str, int], list[str]]:
+    """Queue -> the consumers that hold a live process queue of it."""
+    table: dict[tuple[str, int], list[str]] = {}
+    for name, consumer in consumers.items():
+        for mq, pq in consumer.rebalance.process_queue_table.items():
+            if mq.topic == topic and not pq.dropped:
+                table.setdefault((mq.broker_name, mq.queue_id), []).append(name)
+    return table
+
+
+async def test_three_consumers_join_and_leave_each_queue_one_owner(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    _, namesrv = await start_namesrv(start_process, tmp_path)
+    await start_broker(start_process, tmp_path, namesrv, "broker-a", defaultTopicQueueNums=8)
+    await start_broker(start_process, tmp_path, namesrv, "broker-b", defaultTopicQueueNums=8)
+    topic, seen = "PushGroup", Counter[str]()
+    first = [f"a{i}" for i in range(3_000)]
+    await produce(namesrv, topic, first)  # creates the topic: 8 queues on each broker
+    config = PushConsumerConfig(consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumers: dict[str, PushConsumer] = {}
+
+    async def join(name: str) -> PushConsumer:
+        consumer = PushConsumer("CG-group", config=config, client_config=client(namesrv, name))
+        consumer.subscribe(topic, "*")
+        consumer.register_message_listener(Recorder(name, seen))
+        await consumer.start()
+        consumers[name] = consumer
+        return consumer
+
+    c1 = await join("c1")
+    await join("c2")
+    second = [f"b{i}" for i in range(3_000)]
+    await produce(namesrv, topic, second)
+    c3 = await join("c3")
+    await c1.shutdown()
+    del consumers["c1"]
+    third = [f"c{i}" for i in range(3_000)]
+    await produce(namesrv, topic, third)
+    all_keys = set(first + second + third)
+
+    def settled() -> bool:
+        table = owners(consumers, topic)
+        return len(table) == 16 and all(len(v) == 1 for v in table.values())
+
+    try:
+        await wait_until(
+            settled,
+            timeout=40,
+            what="16 queues, one owner each",
+            describe=lambda: owners(consumers, topic),
+        )
+        await wait_until(lambda: all_keys <= set(seen), timeout=40, what="every key consumed")
+        table = owners(consumers, topic)
+        per_consumer = Counter(v[0] for v in table.values())
+        # Averagely: 16 queues over two consumers, 8 each.
+        assert per_consumer == Counter({"c2": 8, "c3": 8})
+        assert c3.rebalance_count >= 1
+    finally:
+        for consumer in consumers.values():
+            await consumer.shutdown()
+    assert set(seen) == all_keys
+    # Duplicates only come from queues that changed owner; most keys are seen once.
+    assert sum(n == 1 for n in seen.values()) > len(all_keys) // 2
+
+
+async def test_broadcasting_delivers_every_message_to_each_consumer(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    _, namesrv = await start_namesrv(start_process, tmp_path)
+    await start_broker(start_process, tmp_path, namesrv, "broker-a")
+    keys = [f"k{i}" for i in range(2_000)]
+    await produce(namesrv, "PushBcast", keys[:1])  # the topic exists before consumers start
+    config = PushConsumerConfig(
+        message_model="BROADCASTING",
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        offset_store_dir=tmp_path / "offsets",
+    )
+    seen = {name: Counter[str]() for name in ("b1", "b2")}
+    consumers = []
+    for name, counter in seen.items():
+        consumer = PushConsumer("CG-bcast", config=config, client_config=client(namesrv, name))
+        consumer.subscribe("PushBcast", "TagA")
+        consumer.register_message_listener(Recorder(name, counter))
+        await consumer.start()
+        consumers.append(consumer)
+    try:
+        await produce(namesrv, "PushBcast", keys[1:])
+        for name, counter in seen.items():
+            await wait_until(
+                lambda counter=counter: set(counter) == set(keys),  # type: ignore[misc]
+                timeout=30,
+                what=f"{name} got every key",
+            )
+        for consumer in consumers:
+            assert len(consumer.rebalance.process_queue_table) == 8  # every queue, each
+    finally:
+        for consumer in consumers:
+            await consumer.shutdown()
+    assert seen["b1"] == seen["b2"] == Counter(keys)
+    # Local offsets were written at shutdown, one file per client id.
+    assert len(list((tmp_path / "offsets").glob("*/CG-bcast/offsets.json"))) == 2
