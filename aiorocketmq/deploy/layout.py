@@ -1,0 +1,285 @@
+"""Cluster layouts: which name servers and brokers a cluster has, and their settings.
+
+A layout is a directory (``deploy/conf/<name>/``) holding one RocketMQ
+``.properties`` file per broker (``broker-a.properties``, ``broker-a-s.properties``,
+...) and an optional manifest ``layout.properties`` (``namesrvPorts=9876;9877``).
+The same files feed docker-compose and ``mqcluster``.
+
+Owns: finding a layout by name, parsing it into ``NodeSpec`` rows (name servers
+first, then brokers ordered by brokerName and brokerId), building a layout in
+memory (``standard_layout``), shifting every port by a base (``--port-base``),
+and rendering the settings one local run of a node gets (loopback address,
+store under the run directory, the name-server list).
+
+Must not: start processes or open sockets (``aiorocketmq.deploy.launcher``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiorocketmq.common.properties_file import format_properties, parse_properties
+
+__all__ = [
+    "LAYOUTS_ENV",
+    "Layout",
+    "LayoutError",
+    "NodeSpec",
+    "find_layout_dir",
+    "layout_search_path",
+    "load_layout",
+    "node_properties",
+    "standard_layout",
+]
+
+#: A ``os.pathsep``-separated list of directories holding layouts, searched first.
+LAYOUTS_ENV = "AIOROCKETMQ_LAYOUTS"
+MANIFEST = "layout.properties"
+NAMESRV = "NAMESRV"
+DEFAULT_NAMESRV_PORT = 9876
+# Keys a local run always sets itself (the layout's values are for compose).
+_RUN_KEYS = ("listenPort", "haListenPort", "brokerIP1", "storePathRootDir", "namesrvAddr")
+
+
+class LayoutError(ValueError):
+    """A layout is missing or its files are inconsistent."""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One process of a layout.
+
+    Attributes:
+        name: Node name (``namesrv-1``, ``broker-a``, ``broker-a-s``).
+        role: ``NAMESRV`` or the broker's brokerRole.
+        port: Listen port.
+        ha_port: Broker HA port (0 for name servers).
+        broker_name: brokerName ("" for name servers).
+        broker_id: brokerId (-1 for name servers).
+        properties: The broker's other settings, RocketMQ's names.
+    """
+
+    name: str
+    role: str
+    port: int
+    ha_port: int = 0
+    broker_name: str = ""
+    broker_id: int = -1
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_namesrv(self) -> bool:
+        """Whether this node is a name server."""
+        return self.role == NAMESRV
+
+    @property
+    def is_slave(self) -> bool:
+        """Whether this node is a slave broker."""
+        return self.role == "SLAVE"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A cluster: name servers, then brokers."""
+
+    name: str
+    nodes: tuple[NodeSpec, ...]
+
+    @property
+    def namesrvs(self) -> list[NodeSpec]:
+        """The name servers, in order."""
+        return [n for n in self.nodes if n.is_namesrv]
+
+    @property
+    def brokers(self) -> list[NodeSpec]:
+        """The brokers, masters before their slaves."""
+        return [n for n in self.nodes if not n.is_namesrv]
+
+    def node(self, name: str) -> NodeSpec:
+        """The node called ``name``.
+
+        Raises:
+            LayoutError: No such node.
+        """
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        known = ", ".join(n.name for n in self.nodes)
+        raise LayoutError(f"layout {self.name} has no node {name!r} (nodes: {known})")
+
+    def master_of(self, slave: NodeSpec) -> NodeSpec | None:
+        """The master (brokerId 0) of ``slave``'s broker group, if the layout has it."""
+        for node in self.brokers:
+            if node.broker_name == slave.broker_name and node.broker_id == 0:
+                return node
+        return None
+
+    def ports(self) -> list[int]:
+        """Every port the layout listens on."""
+        return [p for n in self.nodes for p in (n.port, n.ha_port) if p]
+
+    def shifted(self, port_base: int) -> Layout:
+        """The layout with every port moved so the lowest one becomes ``port_base``."""
+        low = min(self.ports())
+
+        def move(port: int) -> int:
+            return port - low + port_base if port else 0
+
+        nodes = tuple(
+            dataclasses.replace(n, port=move(n.port), ha_port=move(n.ha_port)) for n in self.nodes
+        )
+        return Layout(self.name, nodes)
+
+
+def layout_search_path(environ: Mapping[str, str] | None = None) -> list[Path]:
+    """Where named layouts are looked for: ``$AIOROCKETMQ_LAYOUTS``, ``./deploy/conf``,
+    then the source checkout's ``deploy/conf``."""
+    env = os.environ if environ is None else environ
+    dirs = [Path(p) for p in env.get(LAYOUTS_ENV, "").split(os.pathsep) if p]
+    dirs.append(Path.cwd() / "deploy" / "conf")
+    dirs.append(Path(__file__).resolve().parents[2] / "deploy" / "conf")
+    return dirs
+
+
+def find_layout_dir(name: str, environ: Mapping[str, str] | None = None) -> Path:
+    """The directory of layout ``name`` (a path to a directory also works).
+
+    Raises:
+        LayoutError: Not found.
+    """
+    direct = Path(name)
+    if direct.is_dir() and any(direct.glob("*.properties")):
+        return direct
+    for base in layout_search_path(environ):
+        if (base / name).is_dir():
+            return base / name
+    searched = ", ".join(str(p) for p in layout_search_path(environ))
+    raise LayoutError(f"no layout {name!r} (searched {searched})")
+
+
+def _int(props: Mapping[str, str], key: str, source: str, default: int | None = None) -> int:
+    raw = props.get(key)
+    if raw is None:
+        if default is None:
+            raise LayoutError(f"{source}: {key} is missing")
+        return default
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise LayoutError(f"{source}: {key}={raw!r} is not an integer") from None
+
+
+def _broker_spec(path: Path) -> NodeSpec:
+    try:
+        props = parse_properties(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise LayoutError(f"cannot read {path}: {exc}") from None
+    port = _int(props, "listenPort", str(path), 10911)
+    broker_id = _int(props, "brokerId", str(path), 0)
+    role = props.get("brokerRole", "ASYNC_MASTER").strip().upper()
+    if (role == "SLAVE") != (broker_id != 0):
+        raise LayoutError(f"{path}: brokerRole {role} does not match brokerId {broker_id}")
+    rest = {k: v for k, v in props.items() if k not in _RUN_KEYS}
+    return NodeSpec(
+        name=path.stem,
+        role=role,
+        port=port,
+        ha_port=_int(props, "haListenPort", str(path), port + 1),
+        broker_name=props.get("brokerName", "DEFAULT_BROKER").strip(),
+        broker_id=broker_id,
+        properties=rest,
+    )
+
+
+def _namesrv_specs(ports: Sequence[int]) -> list[NodeSpec]:
+    return [NodeSpec(f"namesrv-{i}", NAMESRV, port) for i, port in enumerate(ports, 1)]
+
+
+def _check(layout: Layout) -> Layout:
+    names = [n.name for n in layout.nodes]
+    if len(set(names)) != len(names):
+        raise LayoutError(f"layout {layout.name}: duplicate node names {names}")
+    ids = [(n.broker_name, n.broker_id) for n in layout.brokers]
+    if len(set(ids)) != len(ids):
+        raise LayoutError(f"layout {layout.name}: two brokers share a brokerName and brokerId")
+    ports = layout.ports()
+    if len(set(ports)) != len(ports):
+        raise LayoutError(f"layout {layout.name}: two listeners share a port {sorted(ports)}")
+    if not layout.brokers or not layout.namesrvs:
+        raise LayoutError(f"layout {layout.name}: needs a name server and a broker")
+    return layout
+
+
+def load_layout(name: str, environ: Mapping[str, str] | None = None) -> Layout:
+    """Parse layout ``name`` (see the module docstring).
+
+    Raises:
+        LayoutError: Missing, unreadable or inconsistent.
+    """
+    directory = find_layout_dir(name, environ)
+    manifest: dict[str, str] = {}
+    if (directory / MANIFEST).exists():
+        manifest = parse_properties((directory / MANIFEST).read_text("utf-8"))
+    raw_ports = manifest.get("namesrvPorts", str(DEFAULT_NAMESRV_PORT))
+    try:
+        ns_ports = [int(p) for p in raw_ports.split(";") if p.strip()]
+    except ValueError:
+        raise LayoutError(f"{directory / MANIFEST}: bad namesrvPorts {raw_ports!r}") from None
+    brokers = [_broker_spec(p) for p in directory.glob("*.properties") if p.name != MANIFEST]
+    brokers.sort(key=lambda n: (n.broker_name, n.broker_id))
+    return _check(Layout(directory.name, tuple(_namesrv_specs(ns_ports) + brokers)))
+
+
+def standard_layout(
+    brokers: Sequence[str] = ("broker-a",),
+    *,
+    slaves: bool = False,
+    role: str = "ASYNC_MASTER",
+    namesrvs: int = 1,
+    flush: str = "ASYNC_FLUSH",
+    settings: Mapping[str, object] | None = None,
+) -> Layout:
+    """A layout built in memory: ``brokers`` masters with ``role``, each with a slave
+    ``<name>-s`` when ``slaves``; ports like RocketMQ's examples (9876.., 10911..)."""
+    extra = {k: _text(v) for k, v in (settings or {}).items()}
+    nodes = _namesrv_specs([DEFAULT_NAMESRV_PORT + i for i in range(namesrvs)])
+    for i, broker in enumerate(brokers):
+        base = 10911 + 10 * i
+        common = {"brokerClusterName": "DefaultCluster", "flushDiskType": flush, **extra}
+        nodes.append(NodeSpec(broker, role, base, base + 1, broker, 0, common))
+        if slaves:
+            props = {**common, "slaveReadEnable": "true"}
+            nodes.append(NodeSpec(f"{broker}-s", "SLAVE", base + 4, base + 5, broker, 1, props))
+    return _check(Layout("inline", tuple(nodes)))
+
+
+def _text(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def node_properties(
+    node: NodeSpec,
+    namesrv_addr: str,
+    store_dir: Path,
+    overrides: Mapping[str, object] | None = None,
+) -> str:
+    """The ``.properties`` text of one local run of broker ``node``: its layout
+    settings, loopback ``brokerIP1``, its ports, its store, the name servers, then
+    ``overrides``."""
+    values: dict[str, str] = {
+        "brokerName": node.broker_name,
+        "brokerId": str(node.broker_id),
+        "brokerRole": node.role,
+        **node.properties,
+        "listenPort": str(node.port),
+        "haListenPort": str(node.ha_port),
+        "brokerIP1": "127.0.0.1",
+        "storePathRootDir": str(store_dir),
+        "namesrvAddr": namesrv_addr,
+    }
+    values.update({k: _text(v) for k, v in (overrides or {}).items()})
+    return format_properties(values)
