@@ -26,16 +26,19 @@ the transport, read from their sources (CPython 3.11 asyncio, uvloop 0.2x):
   which joins the items into new bytes before writing: nothing of ours is kept
   past the call, so the parts are released right after it.
 * uvloop's ``writelines`` keeps each item (a ``memoryview(...).cast('b')`` of it)
-  in its ``_buffer`` list, and a ``uv_write`` request pins Py_buffers of every
-  item until its completion callback. The callback can run one loop iteration
-  after the bytes left (libuv defers callbacks of writes that complete inside
-  ``uv_write`` to the next pending phase), so ``get_write_buffer_size() == 0`` is
-  necessary but not enough. Parts are therefore released from a ``call_soon``
-  callback scheduled after the buffer was seen empty: it runs in a later
-  iteration's idle phase, after that iteration's pending phase. While the buffer
-  is not empty (a slow reader) the connection polls it with a backing-off timer.
-  Any transport that does not join (3.12's selector transport keeps memoryviews
-  too) takes this second path.
+  in its ``_buffer`` list, and a ``uv_write`` request pins Py_buffers of all its
+  items until its completion callback. One request holds the items of one loop
+  iteration (the immediate try-write's rest, or what the check phase queues), and
+  libuv defers the callback of a request that completes inside ``uv_write`` to
+  the next iteration's pending phase. So the connection counts the bytes it hands
+  over and, in a drain-poll timer (the timers phase, where iterations begin),
+  notes that count as a mark: once the transport has written past a mark
+  (``get_write_buffer_size``), every request holding bytes before it completed,
+  and bodies ending before it are released from a ``call_soon`` (the idle phase,
+  after the pending phase). When the buffer is empty right after ``writelines``
+  the bodies are released from a ``call_soon`` directly. A slow reader makes the
+  poll back off. Any transport that does not join (3.12's selector transport
+  keeps memoryviews too) takes this second path; its byte count is as exact.
 * On close, uvloop calls ``connection_lost`` *before* closing the handle, which
   cancels in-flight writes (closing their requests) in the same iteration, and
   unsent items stay in its ``_buffer`` until the transport object dies. So
@@ -165,10 +168,13 @@ class RemotingConnection(asyncio.Protocol):
         self._out: list[Body] = []
         #: Zero-copy bodies among ``_out``, released once the transport lets go.
         self._out_parts: list[BodyParts] = []
-        #: Bodies handed to a transport that keeps references, with the number of
-        #: the flush that wrote them; released in order once it drained.
+        #: Bodies handed to a transport that keeps references, with the stream byte
+        #: count their frame ends at; released in order once it wrote past them.
         self._unreleased: deque[tuple[int, BodyParts]] = deque()
-        self._flush_seq = 0
+        #: Bytes handed to the transport (when it keeps them), and that count as
+        #: seen at drain-poll ticks, oldest first.
+        self._submitted = 0
+        self._marks: deque[int] = deque()
         self._release_handle: asyncio.Handle | None = None
         self._drain_poll_s = _DRAIN_POLL_MIN_S
         self._writes_copy = False
@@ -369,46 +375,58 @@ class RemotingConnection(asyncio.Protocol):
         except BaseException:
             _release_all(parts)
             raise
-        if not parts:
-            return
         if self._writes_copy:
             _release_all(parts)
             return
-        self._flush_seq += 1
-        self._unreleased.extend((self._flush_seq, p) for p in parts)
+        self._submitted += sum(b.nbytes if isinstance(b, memoryview) else len(b) for b in out)
+        if not parts:
+            return
+        self._unreleased.extend((self._submitted, p) for p in parts)
+        if not transport.get_write_buffer_size():
+            # All sent: release from the next iteration's idle phase (module docstring).
+            self._loop.call_soon(self._release_written, self._submitted)
         self._arm_release()
 
     # ------------------------------------------------- releasing zero-copy bodies
 
     def _arm_release(self) -> None:
-        """Schedule the next release step unless one is scheduled (module docstring)."""
-        transport = self._transport
-        if self._release_handle is not None or not self._unreleased or transport is None:
-            return
-        if transport.get_write_buffer_size():
+        """Start the drain poll unless it runs or nothing waits (module docstring)."""
+        if self._release_handle is None and self._unreleased and self._transport is not None:
             self._release_handle = self._loop.call_later(self._drain_poll_s, self._poll_drained)
-        else:
-            self._release_handle = self._loop.call_soon(self._release_written, self._flush_seq)
 
     def _poll_drained(self) -> None:
+        """Timers phase: what the transport wrote decides which bodies it let go of.
+
+        ``_marks`` are byte counts handed to the transport as seen at earlier ticks,
+        each at the start of a loop iteration, which is where uvloop's write
+        requests end (it queues a loop iteration's writes into one ``uv_write``).
+        Once the transport wrote past a mark, every request holding bytes before it
+        completed, so bodies ending before it are free, after this iteration's
+        pending phase runs deferred completions: hence the ``call_soon``.
+        """
         self._release_handle = None
         transport = self._transport
-        if transport is None:
+        if transport is None or not self._unreleased:
             return
-        if transport.get_write_buffer_size():
-            self._drain_poll_s = min(self._drain_poll_s * 2, _DRAIN_POLL_MAX_S)
-        else:
+        marks = self._marks
+        if not marks or marks[-1] != self._submitted:
+            marks.append(self._submitted)
+        written = self._submitted - transport.get_write_buffer_size()
+        limit = -1
+        while marks and marks[0] <= written:
+            limit = marks.popleft()
+        if limit >= self._unreleased[0][0]:
             self._drain_poll_s = _DRAIN_POLL_MIN_S
+            self._loop.call_soon(self._release_written, limit)
+        else:
+            self._drain_poll_s = min(self._drain_poll_s * 2, _DRAIN_POLL_MAX_S)
         self._arm_release()
 
-    def _release_written(self, flush_seq: int) -> None:
-        """Release bodies of flushes up to ``flush_seq``: the buffer was empty after them
-        before this iteration's pending phase, so the transport has dropped them."""
-        self._release_handle = None
+    def _release_written(self, limit: int) -> None:
+        """Release bodies that end at or before byte ``limit`` of the stream."""
         unreleased = self._unreleased
-        while unreleased and unreleased[0][0] <= flush_seq:
+        while unreleased and unreleased[0][0] <= limit:
             unreleased.popleft()[1].release()
-        self._arm_release()
 
     def _release_on_close(self) -> None:
         """Unsent bodies now; written ones one iteration later (module docstring)."""

@@ -140,6 +140,16 @@ class _HeldRecords:
         records = self.buffers[: len(self.messages)]
         if len(records) != len(self.messages):
             raise ValueError("records already released")
+        if len(records) > 1:
+            # Fast path, the common case: one file, no gap. A queue's records lie in
+            # increasing CommitLog order, so a span equal to their total size is one run.
+            first, last = records[0], records[-1]
+            span = last.start_offset + last.size - first.start_offset
+            if first.file is last.file and span == self.buffer_total_size:
+                run = _select_run(first, first.start_offset + span)
+                if run is not None:
+                    self.buffers.append(run)
+                    return [run.view]
         views: list[memoryview] = []
         i = 0
         while i < len(records):

@@ -23,6 +23,7 @@ import uvloop
 from aiorocketmq.remoting.codes import ResponseCode
 from aiorocketmq.remoting.command import BodyParts, RemotingCommand
 from aiorocketmq.remoting.connection import RemotingConnection
+from aiorocketmq.remoting.errors import RemotingSendRequestError
 from aiorocketmq.remoting.frame import FrameDecoder, encode_frame
 from aiorocketmq.store.mapped_file import MappedFile, delete_files_blocking
 from tests.support.wait import wait_until
@@ -284,6 +285,13 @@ async def test_reply_to_a_closed_connection_is_released(tmp_path: Path) -> None:
         body = BodyParts(result.wire_views(), on_release=result.release)
         request = pull_request(0)
         conn._reply(request, request.response_to(ResponseCode.SUCCESS, body=body))
+        assert body.released
+        # write_command refuses a closed connection and gives the records back too.
+        again = h.ctx.store.get_message(GROUP, TOPIC, 0, 0, 10)
+        assert again is not None
+        body = BodyParts(again.wire_views(), on_release=again.release)
+        with pytest.raises(RemotingSendRequestError):
+            conn.write_command(request.response_to(ResponseCode.SUCCESS, body=body))
         assert body.released
         await wait_until(lambda: reader_refs(h) == 0, what="released")
 
