@@ -7,7 +7,9 @@ Usage::
 Commands (flags as RocketMQ 4.9.8's ``tools/command/**``): updateTopic,
 deleteTopic, topicList, topicRoute, topicStatus, clusterList, brokerStatus,
 updateSubGroup, deleteSubGroup, consumerProgress, consumerConnection,
-producerConnection. ``mqadmin <command> -h`` lists a command's flags.
+producerConnection, queryMsgByKey, queryMsgById, queryMsgByUniqueKey,
+queryMsgByOffset, printMsg, resetOffsetByTime, skipAccumulatedMessage.
+``mqadmin <command> -h`` lists a command's flags.
 
 Without ``-n`` the name servers come from the ``NAMESRV_ADDR`` environment
 variable, as Java's tools fall back to it.
@@ -34,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from aiorocketmq.admin.commands import COMMANDS, UsageError
+from aiorocketmq.admin.message_commands import MESSAGE_COMMANDS
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.common.errors import RocketMQError
 
@@ -178,6 +181,76 @@ def _group_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add(p, "t", "topic", "topic name", required=True)
 
 
+def _body_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bodyDir",
+        dest="bodyDir",
+        help="where message bodies are written (default: /tmp/rocketmq/msgbodys, as Java)",
+    )
+
+
+def _message_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    common = _common_parent()
+    stamp = "[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]"
+    p = sub.add_parser("queryMsgByKey", parents=[common], help="Query Message by Key")
+    _add(p, "t", "topic", "topic name", required=True)
+    _add(p, "k", "msgKey", "Message Key", required=True)
+    _add(p, "b", "beginTimestamp", f"Begin timestamp{stamp}")
+    _add(p, "e", "endTimestamp", f"End timestamp{stamp}")
+    _add(p, "c", "maxNum", "The maximum number of messages returned (default 64)", kind=java_int)
+
+    p = sub.add_parser("queryMsgById", parents=[common], help="Query Message by Id")
+    _add(p, "i", "msgId", "Message Id (offsetMsgId), several separated by ','", required=True)
+    _body_dir(p)
+
+    p = sub.add_parser("queryMsgByUniqueKey", parents=[common], help="Query Message by Unique key")
+    _add(p, "i", "msgId", "Message Id (the unique key)", required=True)
+    _add(p, "t", "topic", "The topic of msg", required=True)
+    _add(p, "a", "showAll", "Print all message, the limit is 32", flag=True)
+    _body_dir(p)
+
+    p = sub.add_parser("queryMsgByOffset", parents=[common], help="Query Message by offset")
+    _add(p, "t", "topic", "topic name", required=True)
+    _add(p, "b", "brokerName", "Broker Name", required=True)
+    _add(p, "i", "queueId", "Queue Id", required=True, kind=java_int)
+    _add(p, "o", "offset", "Queue Offset", required=True, kind=java_long)
+    _body_dir(p)
+
+    p = sub.add_parser("printMsg", parents=[common], help="Print Message Detail")
+    _add(p, "t", "topic", "topic name", required=True)
+    _add(p, "c", "charsetName", "CharsetName(eg: UTF-8,GBK)")
+    _add(p, "s", "subExpression", "Subscribe Expression(eg: TagA || TagB)")
+    _add(p, "b", "beginTimestamp", f"Begin timestamp{stamp}")
+    _add(p, "e", "endTimestamp", f"End timestamp{stamp}")
+    _add(p, "d", "printBody", "print body")
+
+
+def _offset_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    common = _common_parent()
+    p = sub.add_parser(
+        "resetOffsetByTime",
+        parents=[common],
+        help="Reset consumer offset by timestamp(without client restart).",
+    )
+    _add(p, "g", "group", "set the consumer group", required=True)
+    _add(p, "t", "topic", "set the topic", required=True)
+    _add(
+        p, "s", "timestamp",
+        "set the timestamp[now|currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]", required=True,
+    )  # fmt: skip
+    _add(p, "f", "force", "set the force rollback by timestamp switch[true|false]")
+    _add(p, "c", "cplus", "reset c++ client offset", flag=True)
+
+    p = sub.add_parser(
+        "skipAccumulatedMessage",
+        parents=[common],
+        help="Skip all messages that are accumulated (not consumed) currently",
+    )
+    _add(p, "g", "group", "set the consumer group", required=True)
+    _add(p, "t", "topic", "set the topic", required=True)
+    _add(p, "f", "force", "set the force rollback by timestamp switch[true|false]")
+
+
 def _common_parent() -> argparse.ArgumentParser:
     """``-n``, which every command takes (Java's ``ServerUtil`` options)."""
     parent = argparse.ArgumentParser(add_help=False)
@@ -200,6 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
     _topic_commands(sub)
     _cluster_commands(sub)
     _group_commands(sub)
+    _message_commands(sub)
+    _offset_commands(sub)
     return parser
 
 
@@ -209,7 +284,7 @@ def _write(text: str) -> None:
 
 
 async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
-    command = COMMANDS[args.command]
+    command = {**COMMANDS, **MESSAGE_COMMANDS}[args.command]
     try:
         async with MQAdmin(namesrv_addr) as admin:
             await command(admin, args, _write)

@@ -1,0 +1,264 @@
+"""mqadmin's message and offset commands, as RocketMQ 4.9.8's tools.
+
+Owns: ``queryMsgByKey``, ``queryMsgById``, ``queryMsgByUniqueKey``,
+``queryMsgByOffset``, ``printMsg``, ``resetOffsetByTime`` and ``skipAccumulatedMessage``
+(one coroutine each, same shape as ``commands``: an ``MQAdmin``, the parsed
+options by Java's long names, a ``write`` function), the ``MESSAGE_COMMANDS``
+table, and writing message bodies to files (``/tmp/rocketmq/msgbodys/<msgId>`` as
+Java, or ``--bodyDir``) on a ``BlockingExecutor``.
+
+Left out: queryMsgById's resend to a client (-g/-d) and queryMsgByUniqueKey's
+direct consume (-g/-d), and printMsg's consumer track section (it needs each
+group's running info from its clients).
+
+Where Java's reset commands fall back: a CONSUMER_NOT_ONLINE answer to
+INVOKE_BROKER_TO_RESET_OFFSET makes them reset from the admin with
+UPDATE_CONSUMER_OFFSET and print the old table, as Java; so does
+REQUEST_CODE_NOT_SUPPORTED (a broker without the request), where Java fails.
+
+Must not: parse command lines (``cli/admin.py``) or hold output formats
+(``message_render``).
+"""
+
+# ruff: noqa: UP031
+
+from __future__ import annotations
+
+import logging
+from argparse import Namespace
+from pathlib import Path
+from typing import Final
+
+from aiorocketmq.admin import message_render as mr
+from aiorocketmq.admin.commands import Command, UsageError, Write
+from aiorocketmq.admin.message_admin import MessageAdmin
+from aiorocketmq.admin.mq_admin import MQAdmin
+from aiorocketmq.client.errors import MQBrokerError, MQClientError
+from aiorocketmq.client.results import PullStatus
+from aiorocketmq.common.message import MessageExt, MessageQueue
+from aiorocketmq.remoting.codes import ResponseCode
+from aiorocketmq.runtime import BlockingExecutor
+
+__all__ = ["DEFAULT_BODY_DIR", "MESSAGE_COMMANDS"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BODY_DIR: Final = "/tmp/rocketmq/msgbodys"
+"""Where Java's queryMsgBy* write message bodies."""
+PRINT_MSG_BATCH: Final = 32
+"""Messages per pull of ``printMsg`` (Java's)."""
+JAVA_LONG_MAX: Final = 2**63 - 1
+#: INVOKE_BROKER_TO_RESET_OFFSET answers after which offsets are reset the old way.
+_OLD_STYLE_CODES: Final = (
+    ResponseCode.CONSUMER_NOT_ONLINE,
+    ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+)
+
+
+def _timestamp(text: str, option: str) -> int:
+    try:
+        return mr.parse_timestamp(text)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from exc
+
+
+def _java_bool(text: str | None, default: bool) -> bool:
+    return default if text is None else text.strip().lower() == "true"
+
+
+def _write_file(directory: str, name: str, body: bytes) -> str:
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    target = path / name
+    target.write_bytes(body)
+    return str(target)
+
+
+async def _body_files(directory: str, items: list[tuple[str, bytes]]) -> list[str]:
+    """Write each (file name, body); the paths, in order."""
+    async with BlockingExecutor("mqadmin-body", max_workers=1) as executor:
+        return [await executor.run(_write_file, directory, name, body) for name, body in items]
+
+
+def _body_dir(args: Namespace) -> str:
+    return str(getattr(args, "bodyDir", None) or DEFAULT_BODY_DIR)
+
+
+# -- queries -------------------------------------------------------------------------
+
+
+async def query_msg_by_key(admin: MQAdmin, args: Namespace, write: Write) -> None:
+    """``queryMsgByKey -t -k [-b -e -c]``: every message with the key, from every broker."""
+    msgs = await MessageAdmin(admin).query_message(
+        args.topic.strip(),
+        args.msgKey.strip(),
+        64 if args.maxNum is None else args.maxNum,
+        0 if args.beginTimestamp is None else _timestamp(args.beginTimestamp, "-b"),
+        JAVA_LONG_MAX if args.endTimestamp is None else _timestamp(args.endTimestamp, "-e"),
+    )
+    write(mr.query_by_key_text(msgs))
+
+
+async def _print_msgs(
+    msgs: list[MessageExt], args: Namespace, write: Write, *, unique: bool = False
+) -> None:
+    """Write each body to its file, then print each message (Java's two variants).
+
+    The file is named by the message id; the unique-key variant adds ``_<index>``
+    after the first.
+    """
+    names = [mr.client_msg_id(m) + (f"_{i}" if unique and i else "") for i, m in enumerate(msgs)]
+    items = [(n, bytes(m.body)) for n, m in zip(names, msgs, strict=True)]
+    paths = await _body_files(_body_dir(args), items)
+    for msg, path in zip(msgs, paths, strict=True):
+        write(mr.print_msg_text(msg, path, offset_id=not unique))
+
+
+async def query_msg_by_id(admin: MQAdmin, args: Namespace, write: Write) -> None:
+    """``queryMsgById -i offsetMsgId[,offsetMsgId...]``: each message in full."""
+    ids = [i.strip() for i in args.msgId.split(",") if i.strip()]
+    if not ids:
+        raise UsageError("-i needs at least one offset message id")
+    messages = MessageAdmin(admin)
+    msgs = [await messages.view_message(i) for i in ids]
+    await _print_msgs(msgs, args, write)
+
+
+async def query_msg_by_unique_key(admin: MQAdmin, args: Namespace, write: Write) -> None:
+    """``queryMsgByUniqueKey -t -i [-a]``: the earliest stored copy of the message."""
+    messages = MessageAdmin(admin)
+    topic, key = args.topic.strip(), args.msgId.strip()
+    # Java's query by unique key keeps only the earliest stored copy, so -a (show
+    # all) shows that one too.
+    msgs = await messages.query_message(topic, key, 32, unique=True)
+    await _print_msgs(msgs, args, write, unique=True)
+
+
+async def query_msg_by_offset(admin: MQAdmin, args: Namespace, write: Write) -> None:
+    """``queryMsgByOffset -t -b brokerName -i queueId -o offset``: one message, pulled."""
+    messages = MessageAdmin(admin)
+    mq = MessageQueue(args.topic.strip(), args.brokerName.strip(), args.queueId)
+    address = await messages.broker_addr(mq.topic, mq.broker_name)
+    result = await messages.pull(address, mq, "*", args.offset, 1)
+    if result.status is PullStatus.FOUND:
+        await _print_msgs(result.msg_found_list[:1], args, write)
+    else:  # Java prints nothing; say why on the log
+        log.warning("no message at %s offset %d: %s", mq, args.offset, result.status.value)
+
+
+async def _print_queue(
+    messages: MessageAdmin, mq: MessageQueue, address: str, args: Namespace, write: Write
+) -> None:
+    min_offset = await messages.min_offset(address, mq)
+    max_offset = await messages.max_offset(address, mq)
+    if args.beginTimestamp is not None:
+        begin = _timestamp(args.beginTimestamp, "-b")
+        min_offset = await messages.search_offset(address, mq, begin)
+    if args.endTimestamp is not None:
+        end = _timestamp(args.endTimestamp, "-e")
+        max_offset = await messages.search_offset(address, mq, end)
+    write("minOffset=%s, maxOffset=%s, %s\n" % (min_offset, max_offset, mr.mq_text(mq)))
+    charset = (args.charsetName or "UTF-8").strip()
+    sub = (args.subExpression or "*").strip()
+    print_body = _java_bool(args.printBody, True)
+    offset = min_offset
+    while offset < max_offset:
+        try:
+            result = await messages.pull(address, mq, sub, offset, PRINT_MSG_BATCH)
+        except MQClientError as exc:  # Java prints the trace and leaves the queue
+            log.warning("printMsg: pull failed queue=%s offset=%d error=%s", mq, offset, exc)
+            break
+        offset = result.next_begin_offset
+        status = result.status.value
+        if result.status is PullStatus.FOUND:
+            write("".join(
+                mr.print_message_line(m, mq.broker_name, charset, print_body)
+                for m in result.msg_found_list
+            ))  # fmt: skip
+        elif result.status is PullStatus.NO_MATCHED_MSG:
+            write("%s no matched msg. status=%s, offset=%s\n" % (mr.mq_text(mq), status, offset))
+        else:
+            write(
+                "%s print msg finished. status=%s, offset=%s\n" % (mr.mq_text(mq), status, offset)
+            )
+            break
+
+
+async def print_msg(admin: MQAdmin, args: Namespace, write: Write) -> None:
+    """``printMsg -t [-c charset -s subExpression -b begin -e end -d printBody]``."""
+    charset = (args.charsetName or "UTF-8").strip()
+    try:
+        "".encode(charset)
+    except LookupError as exc:
+        raise UsageError(f"-c: unknown charset {charset!r}") from exc
+    messages = MessageAdmin(admin)
+    for mq, address in await messages.fetch_subscribe_queues(args.topic.strip()):
+        await _print_queue(messages, mq, address, args, write)
+        write(mr.SEPARATOR)
+
+
+# -- offsets ---------------------------------------------------------------------------
+
+
+def _reset_timestamp(text: str) -> int:
+    """``resetOffsetByTime -s``: ``now`` (-1: the max offset), millis, or a date."""
+    return -1 if text == "now" else _timestamp(text, "-s")
+
+
+async def reset_offset_by_time(admin: MQAdmin, args: Namespace, write: Write) -> None:
+    """``resetOffsetByTime -g -t -s [-f] [-c]``: through the brokers, else the old way."""
+    group, topic, text = args.group.strip(), args.topic.strip(), args.timestamp.strip()
+    timestamp = _reset_timestamp(text)
+    force = True if args.force is None else args.force.strip().lower() == "true"
+    messages = MessageAdmin(admin)
+    force_text = "true" if force else "false"
+    try:
+        table = await messages.reset_offset_by_timestamp(
+            topic, group, timestamp, force, bool(args.cplus)
+        )
+    except MQBrokerError as exc:
+        if exc.code not in _OLD_STYLE_CODES:
+            raise
+        rows = await messages.reset_offset_by_timestamp_old(group, topic, timestamp, force)
+        write(
+            "rollback consumer offset by specified consumerGroup[%s], topic[%s], force[%s], "
+            "timestamp(string)[%s], timestamp(long)[%s]\n" % (group, topic, force_text, text,
+                                                              timestamp)
+        )  # fmt: skip
+        write(mr.reset_offset_old_text(rows))
+        return
+    write(
+        "rollback consumer offset by specified group[%s], topic[%s], force[%s], "
+        "timestamp(string)[%s], timestamp(long)[%s]\n" % (group, topic, force_text, text,
+                                                          timestamp)
+    )  # fmt: skip
+    write(mr.reset_offset_text(table))
+
+
+async def skip_accumulated(admin: MQAdmin, args: Namespace, write: Write) -> None:
+    """``skipAccumulatedMessage -g -t [-f]``: every queue to its max offset."""
+    group, topic = args.group.strip(), args.topic.strip()
+    force = True if args.force is None else args.force.strip().lower() == "true"
+    messages = MessageAdmin(admin)
+    try:
+        table = await messages.reset_offset_by_timestamp(topic, group, -1, force)
+    except MQBrokerError as exc:
+        if exc.code not in _OLD_STYLE_CODES:
+            raise
+        write(mr.reset_offset_old_text(
+            await messages.reset_offset_by_timestamp_old(group, topic, -1, force)
+        ))  # fmt: skip
+        return
+    write(mr.reset_offset_text(table))
+
+
+MESSAGE_COMMANDS: Final[dict[str, Command]] = {
+    "queryMsgByKey": query_msg_by_key,
+    "queryMsgById": query_msg_by_id,
+    "queryMsgByUniqueKey": query_msg_by_unique_key,
+    "queryMsgByOffset": query_msg_by_offset,
+    "printMsg": print_msg,
+    "resetOffsetByTime": reset_offset_by_time,
+    "skipAccumulatedMessage": skip_accumulated,
+}
+"""The message and offset commands by their Java names."""
