@@ -17,7 +17,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,analytics]'
 	touch $@
 
 ## run: the main job: a name server on port $(NAMESRV_PORT) and broker-a on 10911, store
