@@ -51,6 +51,7 @@ from aiorocketmq.broker.processors.consumer_manage import ConsumerManageProcesso
 from aiorocketmq.broker.processors.end_transaction import EndTransactionProcessor
 from aiorocketmq.broker.processors.pull import PullProcessor
 from aiorocketmq.broker.processors.query import QueryProcessor
+from aiorocketmq.broker.processors.reset_offset import ResetOffsetProcessor
 from aiorocketmq.broker.processors.send import SendProcessor
 from aiorocketmq.broker.processors.send_back import SendBackProcessor
 from aiorocketmq.broker.rebalance_lock import RebalanceLockManager, RebalanceLockProcessor
@@ -190,6 +191,7 @@ class BrokerController(Service):
         SendBackProcessor(self.ctx).register(self.table)
         QueryProcessor(self.ctx).register(self.table)
         EndTransactionProcessor(self.ctx, self.transactions).register(self.table)
+        ResetOffsetProcessor(self.ctx, self.server.invoke_oneway).register(self.table)
         self.ctx.consumers.set_listener(self.notifier)
         self.store.add_arrival_listener(self.hold.on_arrival)
         self.server.add_connection_listener(on_close=self._on_connection_closed)
