@@ -114,9 +114,18 @@ class HAService(Service):
         """The master's bound HA port (after start), None on a slave."""
         return self.server.port if self.server is not None else None
 
+    @property
+    def fixed_master_address(self) -> bool:
+        """Whether ``haMasterAddress`` is configured (Java: set when >= 6 chars)."""
+        address = self.config.ha_master_address
+        return address is not None and len(address) >= 6
+
     def update_master_address(self, addr: str | None) -> None:
-        """A slave's master HA address (from the name server); ignored on a master."""
-        if self.client is not None:
+        """A slave's master HA address (from the name server); ignored on a master,
+        and on a slave with a configured ``haMasterAddress`` (Java's
+        ``updateMasterHAServerAddrPeriodically`` is false then: the configured
+        address, e.g. a proxy or NAT address, wins over the registration reply)."""
+        if self.client is not None and not self.fixed_master_address:
             self.client.update_master_address(addr)
 
     def slave_fall_behind_much(self) -> int:
