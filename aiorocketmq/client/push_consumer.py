@@ -389,9 +389,11 @@ class PushConsumer:
         )
 
     def update_topic_subscribe_info(self, topic: str, mqs: set[MessageQueue]) -> None:
-        """Take the readable queues of a subscribed topic."""
+        """Take the readable queues of a subscribed topic (a changed set rebalances now)."""
         rb = self._rebalance
         if rb is not None and topic in rb.subscription_inner:
+            if rb.topic_subscribe_info.get(topic) != mqs:
+                self._rebalance_now.set()
             rb.topic_subscribe_info[topic] = set(mqs)
 
     async def persist_consumer_offset(self) -> None:
