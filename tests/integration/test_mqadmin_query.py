@@ -19,13 +19,18 @@ import pytest
 
 from aiorocketmq.admin.message_admin import MessageAdmin
 from aiorocketmq.admin.mq_admin import MQAdmin, MQAdminError
+from aiorocketmq.broker.processors.reset_offset import ResetOffsetBody
 from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.mq_client_api import MQClientAPI
 from aiorocketmq.client.producer import Producer
 from aiorocketmq.client.results import SendResult
 from aiorocketmq.common.message import Message
+from aiorocketmq.common.protocol_bodies import ConsumerData, HeartbeatData, build_subscription_data
 from aiorocketmq.remoting.broker_headers import UpdateConsumerOffsetRequestHeader
 from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.codes import LanguageCode, RequestCode, ResponseCode
+from aiorocketmq.remoting.command import RemotingCommand
+from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection
 from tests.integration.test_mqadmin import mqadmin, ok
 from tests.support.cluster import BrokerProcess, start_broker, start_namesrv, wait_route
 from tests.support.procs import ManagedProcess
@@ -179,3 +184,63 @@ async def test_reset_offsets_without_a_client_online(
     )
     for broker in c.brokers.values():
         assert await committed(c.namesrv, broker) == {0: 0, 1: 0}
+
+
+@dataclass
+class Consumer:
+    """A client of the group that stays online and records reset requests."""
+
+    received: list[RemotingCommand] = field(default_factory=list)
+    client: RemotingClient = field(init=False)
+
+    def __post_init__(self) -> None:
+        table = ProcessorTable()
+        table.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self.on_reset)
+        self.client = RemotingClient(processors=table)
+
+    def on_reset(self, conn: RemotingConnection, request: RemotingCommand) -> None:
+        self.received.append(request)
+
+    async def join(self, broker: BrokerProcess) -> None:
+        data = HeartbeatData(
+            "127.0.0.1@query-it",
+            consumers=[ConsumerData(GROUP, subscriptions=[build_subscription_data(TOPIC, "*")])],
+        )
+        request = RemotingCommand(
+            code=RequestCode.HEART_BEAT, language=LanguageCode.JAVA, body=data.encode(), version=373
+        )
+        reply = await self.client.invoke(broker.addr, request, 5000)
+        assert reply.code == ResponseCode.SUCCESS
+
+
+async def test_reset_through_the_brokers_reaches_the_online_client(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    c = await cluster_with_messages(start_process, tmp_path)
+    consumer = Consumer()
+    try:
+        for broker in c.brokers.values():
+            await commit(consumer.client, broker, {0: 1, 1: 1})
+            await consumer.join(broker)
+        text = await ok("resetOffsetByTime", "-n", c.namesrv, "-g", GROUP, "-t", TOPIC, "-s", "now")
+        lines = text.splitlines()
+        assert lines[0] == (
+            f"rollback consumer offset by specified group[{GROUP}], topic[{TOPIC}], "
+            "force[true], timestamp(string)[now], timestamp(long)[-1]"
+        )
+        expected = {
+            (name, q, offset) for name in c.brokers for q, offset in max_offsets(c, name).items()
+        }
+        rows = {(b, int(q), int(o)) for b, q, o in (line.split() for line in lines[2:])}
+        assert rows == expected and len(lines) == 6
+        await wait_until(lambda: len(consumer.received) == 2, what="both brokers told the client")
+        told = {
+            (mq.broker_name, mq.queue_id, offset)
+            for request in consumer.received
+            for mq, offset in ResetOffsetBody.decode(request.body_bytes()).offset_table.items()
+        }
+        assert told == expected
+        listed = await ok("topicList", "-n", c.namesrv, "-c")
+        assert any(line.split()[1:] == [TOPIC, GROUP] for line in listed.splitlines())
+    finally:
+        await consumer.client.close()

@@ -17,7 +17,7 @@ from aiorocketmq.admin.message_admin import MessageAdmin
 from aiorocketmq.admin.message_commands import MESSAGE_COMMANDS
 from aiorocketmq.admin.mq_admin import MQAdmin, MQAdminError
 from aiorocketmq.broker.controller import BrokerController
-from aiorocketmq.broker.processors.reset_offset import ResetOffsetBody, ResetOffsetProcessor
+from aiorocketmq.broker.processors.reset_offset import ResetOffsetBody
 from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.errors import MQBrokerError
 from aiorocketmq.client.mq_client_api import MQClientAPI
@@ -55,12 +55,6 @@ async def run(admin: MQAdmin, name: str, **options: Any) -> str:
 def read(path: Path) -> bytes:
     """A body file's bytes (small files; read outside the loop's coroutines)."""
     return path.read_bytes()
-
-
-def wire_reset(broker: BrokerController) -> None:
-    """Register the reset processor unless the controller already does."""
-    with contextlib.suppress(ValueError):  # already wired by the controller
-        ResetOffsetProcessor(broker.ctx, broker.server.invoke_oneway).register(broker.table)
 
 
 @dataclass
@@ -260,7 +254,6 @@ def max_offsets(sent: Sent) -> dict[int, int]:
 async def test_reset_through_the_broker_tells_the_online_clients(
     admin: MQAdmin, broker: BrokerController, namesrv: NamesrvController
 ) -> None:
-    wire_reset(broker)
     sent = await produce(namesrv, admin, broker)
     await commit_all(admin, broker.address, dict.fromkeys(range(4), 1))
     consumer = Consumer()
@@ -287,7 +280,6 @@ async def test_reset_through_the_broker_tells_the_online_clients(
 async def test_reset_without_clients_updates_offsets_from_the_admin(
     admin: MQAdmin, broker: BrokerController, namesrv: NamesrvController
 ) -> None:
-    wire_reset(broker)
     sent = await produce(namesrv, admin, broker)
     maxes = max_offsets(sent)
     # The group consumed (the broker insists on that) but no client is online now.
@@ -318,7 +310,6 @@ async def test_reset_without_clients_updates_offsets_from_the_admin(
 async def test_topic_list_shows_consuming_groups(
     admin: MQAdmin, broker: BrokerController, namesrv: NamesrvController
 ) -> None:
-    wire_reset(broker)
     await produce(namesrv, admin, broker)
     await commit_all(admin, broker.address, {0: 0})
     assert await admin.query_topic_consume_by_who(TOPIC) == [GROUP]
