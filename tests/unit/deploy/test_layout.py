@@ -1,0 +1,159 @@
+"""Layouts: the shipped ``deploy/conf`` layouts parse as documented, ports shift by
+a base, in-memory layouts, inconsistent files are clear errors, and a node's local
+run settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aiorocketmq.common.properties_file import parse_properties
+from aiorocketmq.deploy.layout import (
+    Layout,
+    LayoutError,
+    find_layout_dir,
+    load_layout,
+    node_properties,
+    standard_layout,
+)
+
+REPO = Path(__file__).resolve().parents[3]
+SHIPPED = sorted(p.name for p in (REPO / "deploy" / "conf").iterdir() if p.is_dir())
+
+
+def _summary(layout: Layout) -> list[tuple[str, str, int, int, str, int]]:
+    return [(n.name, n.role, n.port, n.ha_port, n.broker_name, n.broker_id) for n in layout.nodes]
+
+
+def test_the_three_required_layouts_ship() -> None:
+    assert {"1m", "2m-2s-sync", "2m-2s-async"} <= set(SHIPPED)
+
+
+def test_2m_2s_sync_nodes_roles_and_ports() -> None:
+    layout = load_layout("2m-2s-sync")
+    assert _summary(layout) == [
+        ("namesrv-1", "NAMESRV", 9876, 0, "", -1),
+        ("namesrv-2", "NAMESRV", 9877, 0, "", -1),
+        ("broker-a", "SYNC_MASTER", 10911, 10912, "broker-a", 0),
+        ("broker-a-s", "SLAVE", 10915, 10916, "broker-a", 1),
+        ("broker-b", "SYNC_MASTER", 10921, 10922, "broker-b", 0),
+        ("broker-b-s", "SLAVE", 10925, 10926, "broker-b", 1),
+    ]
+    assert layout.master_of(layout.node("broker-b-s")) == layout.node("broker-b")
+    assert layout.node("broker-a-s").properties["slaveReadEnable"] == "true"
+
+
+def test_2m_2s_async_differs_only_in_the_master_role() -> None:
+    sync, asyn = load_layout("2m-2s-sync"), load_layout("2m-2s-async")
+    roles = [n.role for n in asyn.brokers]
+    assert roles == ["ASYNC_MASTER", "SLAVE", "ASYNC_MASTER", "SLAVE"]
+    assert [(n.name, n.port, n.ha_port) for n in sync.nodes] == [
+        (n.name, n.port, n.ha_port) for n in asyn.nodes
+    ]
+
+
+def test_1m_is_one_name_server_and_one_master() -> None:
+    assert _summary(load_layout("1m")) == [
+        ("namesrv-1", "NAMESRV", 9876, 0, "", -1),
+        ("broker-a", "ASYNC_MASTER", 10911, 10912, "broker-a", 0),
+    ]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_shipped_broker_file_uses_rocketmq_keys(name: str) -> None:
+    known = {
+        "brokerClusterName", "brokerName", "brokerId", "brokerRole", "flushDiskType",
+        "listenPort", "haListenPort", "deleteWhen", "fileReservedTime", "slaveReadEnable",
+        "mappedFileSizeCommitLog",
+    }  # fmt: skip
+    files = list((REPO / "deploy" / "conf" / name).glob("broker-*.properties"))
+    assert files
+    for path in files:
+        keys = set(parse_properties(path.read_text("utf-8")))
+        assert keys <= known, f"{path}: {keys - known}"
+        assert {"brokerName", "brokerId", "brokerRole", "listenPort", "haListenPort"} <= keys
+
+
+def test_port_base_moves_every_port_by_the_same_amount() -> None:
+    layout = load_layout("2m-2s-sync").shifted(20000)
+    assert [(n.port, n.ha_port) for n in layout.nodes] == [
+        (20000, 0), (20001, 0), (21035, 21036), (21039, 21040), (21045, 21046), (21049, 21050),
+    ]  # fmt: skip
+    assert min(layout.ports()) == 20000
+
+
+def test_standard_layout_builds_masters_and_slaves() -> None:
+    layout = standard_layout(
+        ["broker-a", "broker-b"], slaves=True, role="SYNC_MASTER", namesrvs=2,
+        settings={"transientStorePoolEnable": False},
+    )  # fmt: skip
+    assert [n.name for n in layout.nodes] == [
+        "namesrv-1", "namesrv-2", "broker-a", "broker-a-s", "broker-b", "broker-b-s",
+    ]  # fmt: skip
+    assert layout.node("broker-b").port == 10921
+    assert layout.node("broker-a-s").properties["transientStorePoolEnable"] == "false"
+
+
+def test_node_properties_sets_loopback_ports_store_and_name_servers(tmp_path: Path) -> None:
+    node = load_layout("2m-2s-sync").shifted(30000).node("broker-a-s")
+    text = node_properties(node, "127.0.0.1:30000;127.0.0.1:30001", tmp_path / "s", {"x": True})
+    props = parse_properties(text)
+    assert props["brokerIP1"] == "127.0.0.1"
+    assert props["listenPort"] == str(node.port)
+    assert props["haListenPort"] == str(node.ha_port)
+    assert props["storePathRootDir"] == str(tmp_path / "s")
+    assert props["namesrvAddr"] == "127.0.0.1:30000;127.0.0.1:30001"
+    assert (props["brokerRole"], props["brokerId"], props["x"]) == ("SLAVE", "1", "true")
+
+
+def _write(directory: Path, name: str, text: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_text(text, "utf-8")
+
+
+def test_unknown_layout_names_the_places_searched() -> None:
+    with pytest.raises(LayoutError, match=r"no layout 'nope'.*deploy/conf"):
+        load_layout("nope")
+
+
+def test_unknown_node_lists_the_nodes() -> None:
+    with pytest.raises(LayoutError, match=r"no node 'broker-z'.*broker-a"):
+        load_layout("1m").node("broker-z")
+
+
+def test_layouts_env_is_searched_first(tmp_path: Path) -> None:
+    _write(tmp_path / "mine", "solo.properties", "brokerName=solo\nlistenPort=12000\n")
+    env = {"AIOROCKETMQ_LAYOUTS": str(tmp_path)}
+    assert find_layout_dir("mine", env) == tmp_path / "mine"
+    layout = load_layout("mine", env)
+    assert [(n.name, n.port, n.ha_port) for n in layout.nodes] == [
+        ("namesrv-1", 9876, 0), ("solo", 12000, 12001),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("files", "error"),
+    [
+        ({"b.properties": "brokerId=1\nbrokerRole=SYNC_MASTER\n"}, "does not match brokerId"),
+        ({"b.properties": "listenPort=abc\n"}, "listenPort='abc' is not an integer"),
+        (
+            {"a.properties": "listenPort=12000\n", "b.properties": "listenPort=12001\n"},
+            "share a brokerName and brokerId",
+        ),
+        (
+            {"a.properties": "brokerName=a\nlistenPort=12000\n",
+             "b.properties": "brokerName=b\nlistenPort=12001\n"},
+            "share a port",
+        ),
+        ({"layout.properties": "namesrvPorts=x\n", "b.properties": "x=1\n"}, "bad namesrvPorts"),
+        ({"layout.properties": "namesrvPorts=9876\n"}, "needs a name server and a broker"),
+    ],
+)  # fmt: skip
+def test_inconsistent_layouts_are_clear_errors(
+    tmp_path: Path, files: dict[str, str], error: str
+) -> None:
+    for name, text in files.items():
+        _write(tmp_path / "bad", name, text)
+    with pytest.raises(LayoutError, match=error):
+        load_layout(str(tmp_path / "bad"))
