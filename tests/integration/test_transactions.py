@@ -10,6 +10,8 @@ is read back with ``PullConsumer`` from offset 0 of every queue.
 - An UNKNOW one is checked back; the checker's COMMIT delivers it once.
 - One the checker never decides is checked at most ``transactionCheckMax`` + 1
   times, then moved to TRANS_CHECK_MAX_TIME_TOPIC, and never delivered.
+- A producer that left before deciding is replaced by another of its group: the
+  check goes to the new one (with the body inflated), whose COMMIT delivers it.
 
 "Never" is shown with a barrier: a later half message that only a check can commit
 is delivered, so the broker has finished a check round over the half queue after
@@ -267,3 +269,28 @@ async def test_a_half_message_never_decided_is_checked_a_bounded_number_of_times
     times = [int(m.get_property(_C.PROPERTY_TRANSACTION_CHECK_TIMES) or "0") for m in checks]
     assert 1 <= len(checks) <= CHECK_MAX + 1
     assert times == sorted(set(times)) and set(times) <= set(range(1, CHECK_MAX + 1))
+
+
+async def test_another_producer_of_the_group_answers_after_the_first_one_left(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    namesrv, _ = await _cluster(start_process, tmp_path)
+    body = b"big " * 2048  # over compressMsgBodyOverHowmuch: stored deflated
+    first = Checker()
+    async with TransactionProducer(
+        GROUP, client_config=_client(namesrv, "first"), checker=first
+    ) as p:
+        result = await p.send_message_in_transaction(
+            Message(TOPIC, body), local_transaction=lambda _m, _a: UNKNOW
+        )
+    assert result.local_transaction_state is UNKNOW
+    second = Checker(**{body.decode(): COMMIT})
+    async with (
+        TransactionProducer(GROUP, client_config=_client(namesrv, "second"), checker=second),
+        PullConsumer("TxConsumer", client_config=_client(namesrv, "c")) as consumer,
+    ):
+        (delivered,) = await _wait_delivered(consumer, body.decode())
+    assert bytes(delivered.body) == body and delivered.uniq_key == result.msg_id
+    # The check carried the message as the producer sent it (inflated).
+    assert second.checks and all(bytes(m.body) == body for m in second.checks)
+    assert first.checks == []
