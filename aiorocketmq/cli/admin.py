@@ -184,6 +184,7 @@ def _group_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _body_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bodyDir",
+        "--body-dir",
         dest="bodyDir",
         help="where message bodies are written (default: /tmp/rocketmq/msgbodys, as Java)",
     )

@@ -12,7 +12,7 @@ import pytest
 from aiorocketmq.admin import message_render as mr
 from aiorocketmq.admin.message_admin import RollbackStats
 from aiorocketmq.admin.render import human_time_ms
-from aiorocketmq.cli.admin import main
+from aiorocketmq.cli.admin import build_parser, main
 from aiorocketmq.common.message import MessageExt, MessageQueue
 
 
@@ -112,3 +112,10 @@ def test_bad_timestamp_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
     code = main(["resetOffsetByTime", "-n", "127.0.0.1:1", "-g", "G", "-t", "T", "-s", "soon"])
     assert code == 2
     assert "-s: not a timestamp" in capsys.readouterr().err
+
+
+def test_body_dir_option_and_its_default() -> None:
+    for spelling in ("--bodyDir", "--body-dir"):
+        args = build_parser().parse_args(["queryMsgById", "-i", "X", spelling, "/d"])
+        assert args.bodyDir == "/d"
+    assert build_parser().parse_args(["queryMsgByUniqueKey", "-i", "X", "-t", "T"]).bodyDir is None
