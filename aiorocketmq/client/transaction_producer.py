@@ -282,7 +282,9 @@ class TransactionProducer(Producer):
         address = self.instance.find_broker_address_in_publish(result.message_queue.broker_name)
         if address is None:
             raise MQClientError(f"no master address of {result.message_queue.broker_name}")
-        remark = None if error is None else f"executeLocalTransactionBranch exception: {error}"
+        remark = None
+        if error is not None:
+            remark = f"executeLocalTransactionBranch exception: {_error_text(error)}"
         await self.instance.api.end_transaction_oneway(
             address, header, remark, self.config.send_msg_timeout
         )
