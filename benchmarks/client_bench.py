@@ -212,10 +212,8 @@ class Result:
 
     def pct(self, p: float) -> float | None:
         """The ``p`` percentile latency in microseconds (nearest rank)."""
-        if not self.latencies:
-            return None
-        ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] * 1e6
+        ordered, n = sorted(self.latencies), len(self.latencies)
+        return ordered[min(n - 1, int(p / 100 * n))] * 1e6 if ordered else None
 
 
 PhaseRun = tuple[str, Callable[[], Awaitable[int]]]
@@ -359,8 +357,7 @@ async def bench_rocketmq(args: argparse.Namespace, tmp: Path) -> Result:
         await create_topic(broker.addr, namesrv.addr, "BenchTopic")
         await rmq_phases(args, result, servers, namesrv.addr)
     finally:
-        codes = [s.stop() for s in servers]
-        if any(codes):
+        if any(codes := [s.stop() for s in servers]):
             print(f"  (exit codes broker/namesrv: {codes})")
     if args.profile:
         print_profile(
@@ -541,6 +538,9 @@ def report(results: list[Result]) -> None:
     for r in results:
         for name, phase in r.phases.items():
             print(f"  {r.system:<15} {name:<12} {phase.cpu()}")
+    busy = [f"{r.system} {n}" for r in results for n, p in r.phases.items() if p.other_cores > 0.5]
+    if busy:
+        print(f"  others used > 0.5 core during {', '.join(busy)}: those figures understate")
     ours = next((r for r in results if r.system == "aiorocketmq"), None)
     peers = [r for r in results if r is not ours]
     if ours is None or not peers:
