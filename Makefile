@@ -33,7 +33,7 @@ compose-check: $(STAMP)
 		print(pathlib.Path(compose.__file__).parent / 'docker-compose')"); \
 	for f in $(COMPOSE_FILES); do \
 		echo "compose config --quiet $$f"; \
-		"$$compose" --project-directory . -f "$$f" config --quiet || exit 1; \
+		"$$compose" -f "$$f" config --quiet || exit 1; \
 	done
 
 ## lint: ruff, import contracts, mypy --strict on the core layers
