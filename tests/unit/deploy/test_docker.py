@@ -37,7 +37,7 @@ ENTRYPOINT = REPO / "deploy" / "docker-entrypoint.sh"
 
 def _compose(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(COMPOSE_BIN), "--project-directory", str(REPO), "-f", str(path), *args],
+        [str(COMPOSE_BIN), "-f", str(path), *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -50,6 +50,18 @@ def _compose(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_compose_file_is_valid(path: Path) -> None:
     result = _compose(path, "config", "--quiet")
     assert result.returncode == 0, result.stderr
+
+
+def test_every_compose_file_builds_from_the_repository_root() -> None:
+    for path in COMPOSE_FILES:
+        result = _compose(path, "config", "--format", "json")
+        assert result.returncode == 0, result.stderr
+        builds = [
+            s["build"] for s in json.loads(result.stdout)["services"].values() if "build" in s
+        ]
+        assert builds, path
+        for build in builds:
+            assert (build["context"], build["dockerfile"]) == (str(REPO), "deploy/Dockerfile")
 
 
 def test_a_broken_compose_file_fails_the_check(tmp_path: Path) -> None:
