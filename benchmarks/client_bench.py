@@ -21,8 +21,8 @@ consumer, ``fetch(1000)``, ack-all on each batch's last message.
 
 For every phase the CPU time of the server processes (``/proc/<pid>/stat``), of
 this (client) process and of everything else on the machine (``/proc/stat``) is
-shown in cores (1.00 = one core busy); a side at >= 0.85 is named as saturated.
-The machine has 2 cores, shared with other work: "others" shows how much.
+shown in cores (1.00 = one core busy; >= 0.85 is named saturated), and as CPU µs
+per message of server and client (steadier than rates when "others" is high).
 Ratios against issue 6's targets follow the table: batched produce >= 1.5x the
 faster peer; consume >= 1.0x Redis XREAD; single-send p99 <= 0.75x the better peer.
 
@@ -194,12 +194,12 @@ class Phase:
         return self.msgs / self.seconds if self.seconds > 0 else 0.0
 
     def cpu(self) -> str:
-        """``srv 0.93 / cli 0.41 (server saturated)``."""
+        """Cores used (server / client / others), CPU µs per message, who saturated."""
         sides = (("server", self.server_cores), ("client", self.client_cores))
-        busy = [side for side, cores in sides if cores >= SATURATED]
-        note = f" ({' and '.join(busy)} saturated)" if busy else ""
-        cores = f"srv {self.server_cores:.2f} / cli {self.client_cores:.2f}"
-        return f"{cores} / others {self.other_cores:.2f} cores{note}"
+        sat = " and ".join(side for side, cores in sides if cores >= SATURATED)
+        per_msg = "/".join(f"{c * self.seconds / self.msgs * 1e6:.0f}" for _, c in sides)
+        cores = f"{self.server_cores:.2f} / {self.client_cores:.2f} / {self.other_cores:.2f}"
+        return f"{cores} cores, {per_msg} µs/msg" + (f", {sat} saturated" if sat else "")
 
 
 @dataclass
@@ -534,7 +534,7 @@ def report(results: list[Result]) -> None:
         )
         p50, p99 = r.pct(50), r.pct(99)
         print(f"{r.system:<15}{cells}{p50 or 0:>9.0f}{p99 or 0:>9.0f}")
-    print("\nCPU per phase, cores: servers / this client / every other process on the machine")
+    print("\nCPU per phase: cores of servers / client / all others; CPU µs/msg server/client")
     for r in results:
         for name, phase in r.phases.items():
             print(f"  {r.system:<15} {name:<12} {phase.cpu()}")
