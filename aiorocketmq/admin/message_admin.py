@@ -5,7 +5,9 @@ key (QUERY_MESSAGE to the selected address of every broker of the topic's route,
 merged, then filtered by the real key since the index matches hashes),
 ``viewMessage`` by offsetMsgId (VIEW_MESSAGE_BY_ID to the address the id
 carries), the ``DefaultMQPullConsumer`` calls the tools use (queues of a topic,
-min/max/search offset, one pull as ``TOOLS_CONSUMER``), and both ways to reset a
+min/max/search offset, one pull as ``TOOLS_CONSUMER``), ``messageTrackDetail``
+(each group consuming the topic and whether it got past the message), and both
+ways to reset a
 group's offsets: ``resetOffsetByTimestamp`` (INVOKE_BROKER_TO_RESET_OFFSET on each
 broker, which tells the group's clients) and ``resetOffsetByTimestampOld``
 (UPDATE_CONSUMER_OFFSET per queue from the admin, for a group with no client online).
@@ -19,21 +21,27 @@ error types for transport failures and error replies.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 from dataclasses import dataclass
 from typing import Final
 
 from aiorocketmq.admin.mq_admin import MQAdmin, MQAdminError, select_broker_addr
 from aiorocketmq.broker.processors.reset_offset import ResetOffsetBody, ResetOffsetRequestHeader
-from aiorocketmq.client.errors import MQBrokerError, MQClientError, from_remoting
+from aiorocketmq.client.errors import (
+    MQBrokerError,
+    MQClientError,
+    MQResponseError,
+    from_remoting,
+)
 from aiorocketmq.client.mq_client_api import MQClientAPI
 from aiorocketmq.client.pull_wrapper import decode_messages, filter_by_tags
 from aiorocketmq.client.results import PullResult, PullStatus
-from aiorocketmq.common.constants import is_readable
+from aiorocketmq.common.constants import MASTER_ID, is_readable
 from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.message import MessageExt, MessageQueue
 from aiorocketmq.common.msg_id import decode_offset_msg_id
-from aiorocketmq.common.protocol_bodies import build_subscription_data
+from aiorocketmq.common.protocol_bodies import ConsumeType, build_subscription_data
 from aiorocketmq.common.route import TopicRouteData
 from aiorocketmq.remoting.broker_admin_headers import (
     QueryMessageRequestHeader,
@@ -47,7 +55,7 @@ from aiorocketmq.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.errors import RemotingError
 
-__all__ = ["TOOLS_CONSUMER_GROUP", "MessageAdmin", "RollbackStats"]
+__all__ = ["TOOLS_CONSUMER_GROUP", "MessageAdmin", "MessageTrack", "RollbackStats", "TrackType"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +78,45 @@ class RollbackStats:
     consumer_offset: int
     timestamp_offset: int
     rollback_offset: int
+
+
+class TrackType(enum.Enum):
+    """How far a consumer group got with a message (Java's ``TrackType``)."""
+
+    CONSUMED = "CONSUMED"
+    CONSUMED_BUT_FILTERED = "CONSUMED_BUT_FILTERED"
+    PULL = "PULL"
+    NOT_CONSUME_YET = "NOT_CONSUME_YET"
+    NOT_ONLINE = "NOT_ONLINE"
+    UNKNOWN = "UNKNOWN"
+
+
+@dataclass(slots=True, frozen=True)
+class MessageTrack:
+    """One group's state for a message (Java's ``MessageTrack``)."""
+
+    consumer_group: str
+    track_type: TrackType
+    exception_desc: str | None = None
+
+    def __str__(self) -> str:
+        desc = "null" if self.exception_desc is None else self.exception_desc
+        return (
+            f"MessageTrack [consumerGroup={self.consumer_group}, "
+            f"trackType={self.track_type.value}, exceptionDesc={desc}]"
+        )
+
+
+def _failed_track(group: str, exc: MQClientError) -> MessageTrack:
+    """Java's catch blocks: NOT_ONLINE for CONSUMER_NOT_ONLINE, else UNKNOWN, with why."""
+    code: int | None = None
+    desc = str(exc)
+    if isinstance(exc, MQResponseError):
+        code, desc = exc.code, f"CODE:{exc.code} DESC:{exc.remark}"
+    elif isinstance(exc, MQAdminError) and exc.code >= 0:
+        code, desc = exc.code, f"CODE:{exc.code} DESC:{str(exc).split(' DESC: ', 1)[-1]}"
+    kind = TrackType.NOT_ONLINE if code == ResponseCode.CONSUMER_NOT_ONLINE else TrackType.UNKNOWN
+    return MessageTrack(group, kind, desc)
 
 
 def _key_matches(msg: MessageExt, topic: str, key: str) -> bool:
@@ -210,6 +257,50 @@ class MessageAdmin:
                 ResponseCode.SYSTEM_ERROR, f"{len(msgs)} messages in the reply", address=address
             )
         return msgs[0]
+
+    # -- message track ----------------------------------------------------------------
+
+    async def message_track_detail(self, msg: MessageExt) -> list[MessageTrack]:
+        """``messageTrackDetail``: each group consuming the message's topic, and how far.
+
+        Raises:
+            MQClientError: the groups of the topic could not be asked for.
+        """
+        groups = await self.admin.query_topic_consume_by_who(msg.topic)
+        return [await self._track(msg, group) for group in groups]
+
+    async def _track(self, msg: MessageExt, group: str) -> MessageTrack:
+        try:
+            connection = await self.admin.examine_consumer_connection_info(group)
+        except MQClientError as exc:
+            return _failed_track(group, exc)
+        if connection.consume_type is ConsumeType.CONSUME_ACTIVELY:
+            return MessageTrack(group, TrackType.PULL)
+        try:
+            consumed = await self._consumed(msg, group)
+        except MQClientError as exc:
+            return _failed_track(group, exc)
+        if not consumed:
+            return MessageTrack(group, TrackType.NOT_CONSUME_YET)
+        sub = connection.subscriptions.get(msg.topic)
+        tags = set() if sub is None else set(sub.tags_set)
+        if tags and "*" not in tags and msg.get_property("TAGS") not in tags:
+            return MessageTrack(group, TrackType.CONSUMED_BUT_FILTERED)
+        return MessageTrack(group, TrackType.CONSUMED)
+
+    async def _consumed(self, msg: MessageExt, group: str) -> bool:
+        """``consumed``: the group's offset on the message's queue (at its master) is past it."""
+        stats = await self.admin.examine_consume_stats(group)
+        info = await self.admin.examine_cluster_info()
+        store_host = f"{msg.store_host[0]}:{msg.store_host[1]}"
+        for mq, wrapper in stats.offset_table.items():
+            if mq.topic != msg.topic or mq.queue_id != msg.queue_id:
+                continue
+            broker = info.broker_addr_table.get(mq.broker_name)
+            master = None if broker is None else broker.broker_addrs.get(MASTER_ID)
+            if master == store_host and wrapper.consumer_offset > msg.queue_offset:
+                return True
+        return False
 
     # -- pull consumer ------------------------------------------------------------------
 

@@ -8,8 +8,7 @@ table, and writing message bodies to files (``/tmp/rocketmq/msgbodys/<msgId>`` a
 Java, or ``--bodyDir``) on a ``BlockingExecutor``.
 
 Left out: queryMsgById's resend to a client (-g/-d) and queryMsgByUniqueKey's
-direct consume (-g/-d), and printMsg's consumer track section (it needs each
-group's running info from its clients).
+direct consume (-g/-d).
 
 Where Java's reset commands fall back: a CONSUMER_NOT_ONLINE answer to
 INVOKE_BROKER_TO_RESET_OFFSET makes them reset from the admin with
@@ -99,10 +98,24 @@ async def query_msg_by_key(admin: MQAdmin, args: Namespace, write: Write) -> Non
     write(mr.query_by_key_text(msgs))
 
 
+async def _track_text(messages: MessageAdmin, msg: MessageExt) -> str:
+    try:
+        return mr.message_track_text(await messages.message_track_detail(msg))
+    except MQClientError as exc:  # Java prints the trace and no track section
+        log.warning("message track failed: %s", exc)
+        return ""
+
+
 async def _print_msgs(
-    msgs: list[MessageExt], args: Namespace, write: Write, *, unique: bool = False
+    messages: MessageAdmin,
+    msgs: list[MessageExt],
+    args: Namespace,
+    write: Write,
+    *,
+    unique: bool = False,
 ) -> None:
-    """Write each body to its file, then print each message (Java's two variants).
+    """Write each body to its file, then print each message (Java's two variants)
+    with its consumer track section.
 
     The file is named by the message id; the unique-key variant adds ``_<index>``
     after the first.
@@ -111,7 +124,8 @@ async def _print_msgs(
     items = [(n, bytes(m.body)) for n, m in zip(names, msgs, strict=True)]
     paths = await _body_files(_body_dir(args), items)
     for msg, path in zip(msgs, paths, strict=True):
-        write(mr.print_msg_text(msg, path, offset_id=not unique))
+        text = mr.print_msg_text(msg, path, offset_id=not unique)
+        write(text + await _track_text(messages, msg))
 
 
 async def query_msg_by_id(admin: MQAdmin, args: Namespace, write: Write) -> None:
@@ -121,7 +135,7 @@ async def query_msg_by_id(admin: MQAdmin, args: Namespace, write: Write) -> None
         raise UsageError("-i needs at least one offset message id")
     messages = MessageAdmin(admin)
     msgs = [await messages.view_message(i) for i in ids]
-    await _print_msgs(msgs, args, write)
+    await _print_msgs(messages, msgs, args, write)
 
 
 async def query_msg_by_unique_key(admin: MQAdmin, args: Namespace, write: Write) -> None:
@@ -131,7 +145,7 @@ async def query_msg_by_unique_key(admin: MQAdmin, args: Namespace, write: Write)
     # Java's query by unique key keeps only the earliest stored copy, so -a (show
     # all) shows that one too.
     msgs = await messages.query_message(topic, key, 32, unique=True)
-    await _print_msgs(msgs, args, write, unique=True)
+    await _print_msgs(messages, msgs, args, write, unique=True)
 
 
 async def query_msg_by_offset(admin: MQAdmin, args: Namespace, write: Write) -> None:
@@ -141,7 +155,7 @@ async def query_msg_by_offset(admin: MQAdmin, args: Namespace, write: Write) -> 
     address = await messages.broker_addr(mq.topic, mq.broker_name)
     result = await messages.pull(address, mq, "*", args.offset, 1)
     if result.status is PullStatus.FOUND:
-        await _print_msgs(result.msg_found_list[:1], args, write)
+        await _print_msgs(messages, result.msg_found_list[:1], args, write)
     else:  # Java prints nothing; say why on the log
         log.warning("no message at %s offset %d: %s", mq, args.offset, result.status.value)
 

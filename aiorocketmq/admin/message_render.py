@@ -1,9 +1,10 @@
 """The text mqadmin's message and offset commands print, as RocketMQ 4.9.8's tools.
 
 Owns: ``QueryMsgByIdSubCommand.printMsg`` (and the unique-key variant without the
-OffsetID line), ``QueryMsgByKeySubCommand``'s table, ``PrintMessageSubCommand``'s
-lines (``MessageExt.toString`` with Java's ``Arrays.toString`` body and
-``HashMap.toString`` properties), the reset-offset tables, Java's
+OffsetID line) with its consumer track section, ``QueryMsgByKeySubCommand``'s
+table, ``PrintMessageSubCommand``'s lines (``MessageExt.toString`` with Java's
+``Arrays.toString`` body and ``HashMap.toString`` properties), the reset-offset
+tables, Java's
 ``MessageClientExt.getMsgId`` (UNIQ_KEY, else the offsetMsgId) and the
 ``yyyy-MM-dd#HH:mm:ss:SSS`` timestamps the tools accept.
 
@@ -23,7 +24,7 @@ import datetime
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from aiorocketmq.admin.message_admin import RollbackStats
+from aiorocketmq.admin.message_admin import MessageTrack, RollbackStats
 from aiorocketmq.admin.render import human_time_ms
 from aiorocketmq.common.message import MessageExt, MessageQueue
 
@@ -32,6 +33,7 @@ __all__ = [
     "client_msg_id",
     "java_map",
     "message_ext_text",
+    "message_track_text",
     "mq_text",
     "parse_timestamp",
     "print_message_line",
@@ -90,8 +92,7 @@ def mq_text(mq: MessageQueue) -> str:
 def print_msg_text(msg: MessageExt, body_path: str, *, offset_id: bool = True) -> str:
     """``printMsg`` (``offset_id`` False: the unique-key command's ``showMessage``).
 
-    The consumer track section Java appends (each group's state for the message,
-    from its online clients) is left out.
+    The consumer track section follows (``message_track_text``).
     """
     lines = [("OffsetID:", msg.msg_id)] if offset_id else []
     lines += [
@@ -111,6 +112,16 @@ def print_msg_text(msg: MessageExt, body_path: str, *, offset_id: bool = True) -
         ("Message Body Path:", body_path),
     ]
     return "".join("%-20s %s\n" % (name, value) for name, value in lines)
+
+
+def message_track_text(tracks: list[MessageTrack]) -> str:
+    """printMsg's track section: a blank line, then each group's ``MessageTrack``.
+
+    Java prints the tracks back to back and ends without a line end; we end each.
+    """
+    if not tracks:
+        return "\n\nWARN: No Consumer\n"
+    return "\n\n" + "".join(f"{track}\n" for track in tracks)
 
 
 def query_by_key_text(msgs: Iterable[MessageExt]) -> str:

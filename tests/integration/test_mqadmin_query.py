@@ -110,6 +110,7 @@ async def test_every_message_is_found_by_key_id_unique_key_and_offset(
     text = await ok("queryMsgById", "-n", n, "-i", ids, "--bodyDir", str(bodies))
     blocks = text.split("OffsetID:")[1:]
     assert len(blocks) == MESSAGES
+    assert text.count("\n\n\nWARN: No Consumer\n") == MESSAGES  # no group consumes yet
     for block, result, body in zip(blocks, c.sent, c.bodies, strict=True):
         fields = {line[:20].strip(): line[21:] for line in block.splitlines()[1:]}
         assert block.split("\n", 1)[0].strip() == result.offset_msg_id
@@ -240,6 +241,16 @@ async def test_reset_through_the_brokers_reaches_the_online_client(
             for mq, offset in ResetOffsetBody.decode(request.body_bytes()).offset_table.items()
         }
         assert told == expected
+        # Committed offsets are still 1 (clients commit a reset): the track shows
+        # the group past each queue's first message and not yet at the second.
+        first = next(r for r in c.sent if r.queue_offset == 0)
+        second = next(r for r in c.sent if r.queue_offset == 1)
+        ids = f"{first.offset_msg_id},{second.offset_msg_id}"
+        text = await ok("queryMsgById", "-n", c.namesrv, "-i", ids, "--bodyDir", str(tmp_path))
+        assert [line for line in text.splitlines() if line.startswith("MessageTrack")] == [
+            f"MessageTrack [consumerGroup={GROUP}, trackType={kind}, exceptionDesc=null]"
+            for kind in ("CONSUMED", "NOT_CONSUME_YET")
+        ]
         listed = await ok("topicList", "-n", c.namesrv, "-c")
         assert any(line.split()[1:] == [TOPIC, GROUP] for line in listed.splitlines())
     finally:

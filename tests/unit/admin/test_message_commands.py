@@ -232,10 +232,12 @@ class Consumer:
         assert (await self.client.invoke(address, request, 3000)).code == ResponseCode.SUCCESS
 
 
-async def commit_all(admin: MQAdmin, address: str, offsets: dict[int, int]) -> None:
+async def commit_all(
+    admin: MQAdmin, address: str, offsets: dict[int, int], group: str = GROUP
+) -> None:
     api = MQClientAPI(admin.remoting)
     for queue_id, offset in offsets.items():
-        header = UpdateConsumerOffsetRequestHeader(GROUP, TOPIC, queue_id, offset)
+        header = UpdateConsumerOffsetRequestHeader(group, TOPIC, queue_id, offset)
         await api.update_consumer_offset(address, header, 3000)
 
 
@@ -327,3 +329,38 @@ async def test_old_style_reset_of_a_group_that_never_consumed(
     ]
     stats = await admin.broker.get_consume_stats(broker.address, "CID_fresh", TOPIC)
     assert {mq.queue_id: w.consumer_offset for mq, w in stats.offset_table.items()} == maxes
+
+
+async def test_query_by_id_tracks_each_consuming_group(
+    admin: MQAdmin, broker: BrokerController, namesrv: NamesrvController, tmp_path: Path
+) -> None:
+    sent = await produce(namesrv, admin, broker)
+    text = await run(admin, "queryMsgById", msgId=sent.results[0].offset_msg_id, bodyDir=tmp_path)
+    assert text.endswith("Message Body Path:   " + str(tmp_path / str(sent.results[0].msg_id))
+                         + "\n\n\nWARN: No Consumer\n")  # fmt: skip
+    first = sent.results[0]
+    later = next(
+        r for r in sent.results[1:] if r.message_queue == first.message_queue
+    )  # round robin: every queue has two of the eight
+    await commit_all(admin, broker.address, {first.message_queue.queue_id: later.queue_offset})
+    await commit_all(admin, broker.address, {0: 0}, group="CID_offline")
+    consumer = Consumer()
+    try:
+        await consumer.join(broker.address)
+        await wait_route(namesrv.address, f"%RETRY%{GROUP}", timeout=10)
+        ids = f"{first.offset_msg_id},{later.offset_msg_id}"
+        text = await run(admin, "queryMsgById", msgId=ids, bodyDir=tmp_path)
+    finally:
+        await consumer.client.close()
+    tracks = [line for line in text.splitlines() if line.startswith("MessageTrack [")]
+    assert tracks[0] == (
+        f"MessageTrack [consumerGroup={GROUP}, trackType=CONSUMED, exceptionDesc=null]"
+    )
+    assert tracks[1].startswith(
+        "MessageTrack [consumerGroup=CID_offline, trackType=UNKNOWN, exceptionDesc="
+    )
+    assert "%RETRY%CID_offline" in tracks[1]
+    assert tracks[2] == (
+        f"MessageTrack [consumerGroup={GROUP}, trackType=NOT_CONSUME_YET, exceptionDesc=null]"
+    )
+    assert len(tracks) == 4 and tracks[3].startswith("MessageTrack [consumerGroup=CID_offline")

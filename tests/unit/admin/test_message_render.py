@@ -10,7 +10,7 @@ import time
 import pytest
 
 from aiorocketmq.admin import message_render as mr
-from aiorocketmq.admin.message_admin import RollbackStats
+from aiorocketmq.admin.message_admin import MessageTrack, RollbackStats, TrackType
 from aiorocketmq.admin.render import human_time_ms
 from aiorocketmq.cli.admin import build_parser, main
 from aiorocketmq.common.message import MessageExt, MessageQueue
@@ -119,3 +119,16 @@ def test_body_dir_option_and_its_default() -> None:
         args = build_parser().parse_args(["queryMsgById", "-i", "X", spelling, "/d"])
         assert args.bodyDir == "/d"
     assert build_parser().parse_args(["queryMsgByUniqueKey", "-i", "X", "-t", "T"]).bodyDir is None
+
+
+def test_track_section() -> None:
+    assert mr.message_track_text([]) == "\n\nWARN: No Consumer\n"
+    tracks = [
+        MessageTrack("G1", TrackType.CONSUMED),
+        MessageTrack("G2", TrackType.NOT_ONLINE, "CODE:206 DESC:Not found"),
+    ]
+    assert mr.message_track_text(tracks) == (
+        "\n\nMessageTrack [consumerGroup=G1, trackType=CONSUMED, exceptionDesc=null]\n"
+        "MessageTrack [consumerGroup=G2, trackType=NOT_ONLINE, exceptionDesc=CODE:206 DESC:Not "
+        "found]\n"
+    )
