@@ -315,11 +315,8 @@ class Cluster:
         deadline = time.monotonic() + within_s
         while True:
             infos = await probe.runtime_infos([self.address(s) for s in targets])
-            behind = {
-                s: (_max_offset(infos[self.address(s)]), t)
-                for s, t in targets.items()
-                if t is None or (_max_offset(infos[self.address(s)]) or -1) < t
-            }
+            at = {s: _max_offset(infos[self.address(s)]) for s in targets}
+            behind = {s: (at[s], t) for s, t in targets.items() if _behind(at[s], t)}
             if not behind:
                 return {s: t for s, t in targets.items() if t is not None}
             if time.monotonic() > deadline:
@@ -397,6 +394,10 @@ class Cluster:
     def status(self) -> list[NodeStatus]:
         """``status_async`` for synchronous callers."""
         return run_sync(self.status_async)
+
+
+def _behind(at: int | None, target: int | None) -> bool:
+    return target is None or at is None or at < target
 
 
 def _max_offset(info: Mapping[str, str] | None) -> int | None:

@@ -111,3 +111,34 @@ def test_unknown_layout_is_a_clear_error(pytester: pytest.Pytester) -> None:
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=60)
     result.assert_outcomes(passed=1)
+
+
+SYNC_USER_TEST = """
+from aiorocketmq.deploy import standard_layout
+
+
+def test_plain_sync_test(rocketmq_cluster):
+    cluster = rocketmq_cluster(
+        standard_layout(["broker-a"], slaves=True, role="ASYNC_MASTER"),
+        settings={"fileReservedTime": 1},
+    )
+    assert cluster.masters == ["broker-a"] and cluster.slaves == ["broker-a-s"]
+    assert cluster.namesrv_addr == cluster.nodes["namesrv-1"].address
+    conf = (cluster.directory / "conf" / "broker-a.properties").read_text()
+    assert "fileReservedTime=1" in conf and "mappedFileSizeCommitLog=4194304" in conf
+    cluster.create_topic("T")
+    first = cluster.pid("broker-a-s")
+    cluster.stop("broker-a-s")
+    assert cluster.pid("broker-a-s") is None
+    cluster.restart("broker-a-s")
+    assert cluster.pid("broker-a-s") not in (None, first)
+    cluster.wait_registered()
+    assert cluster.wait_caught_up() == {"broker-a-s": 0}
+    assert [row.running for row in cluster.status()] == [True, True, True]
+"""
+
+
+def test_plain_sync_user_test_with_an_inline_layout(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_sync=SYNC_USER_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
+    result.assert_outcomes(passed=1)
