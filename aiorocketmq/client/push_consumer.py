@@ -3,7 +3,8 @@
 Owns (Java 4.9.8 ``DefaultMQPushConsumerImpl`` + ``PullMessageService``): the
 consumer's registration (CONSUME_PASSIVELY) and heartbeat entry, its
 subscriptions (in clustering also ``%RETRY%<group>``), the rebalance loop (every
-``rebalance_interval_millis`` and at once on NOTIFY_CONSUMER_IDS_CHANGED), the
+``rebalance_interval_millis``, at once on NOTIFY_CONSUMER_IDS_CHANGED or when a
+subscribed topic's queues change, and after 1 s when an orderly lock was refused), the
 orderly lock renewal (every 20 s), one long-polling pull loop per owned queue
 (flow control by count, size and span; ``suggestWhichBrokerId`` followed through
 ``PullAPIWrapper``), sending failed messages back (CONSUMER_SEND_MSG_BACK, falling
@@ -289,11 +290,13 @@ class PushConsumer:
         if self._service is not None:
             await self._service.shutdown()
         try:
-            if self.orderly and self.model is MessageModel.CLUSTERING:
-                await self.rebalance.unlock_all()
             for pq in self.rebalance.process_queue_table.values():
                 pq.dropped = True
+            # Offsets first, then the locks: the next owner of a queue must find our
+            # offset when it gets the lock.
             await self._persist(oneway=False)
+            if self.orderly and self.model is MessageModel.CLUSTERING:
+                await self.rebalance.unlock_all()
         finally:
             self._instance = None
             await instance.unregister_consumer(self.group)
@@ -434,8 +437,11 @@ class PushConsumer:
                 await self.do_rebalance()
             except Exception:
                 log.exception("rebalance failed group=%s", self.group)
+            # A refused orderly lock (its previous owner is still unlocking) is
+            # tried again after 1 s rather than a whole interval later.
+            wait = min(1.0, interval) if self.rebalance.retry_soon else interval
             try:
-                async with asyncio.timeout(interval):
+                async with asyncio.timeout(wait):
                     await self._rebalance_now.wait()
             except TimeoutError:
                 pass

@@ -162,6 +162,8 @@ class RebalanceImpl:
         self.subscription_inner: dict[str, SubscriptionData] = {}
         self.topic_subscribe_info: dict[str, set[MessageQueue]] = {}
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
+        self.retry_soon = False
+        """Set when the last rebalance left work undone (a lock refused or a queue busy)."""
         self._lock = asyncio.Lock()
 
     # -- rebalance ----------------------------------------------------------------------
@@ -170,6 +172,7 @@ class RebalanceImpl:
         """Rebalance every subscribed topic; True when the owned queues changed."""
         changed = False
         async with self._lock:
+            self.retry_soon = False
             for topic in sorted(self.subscription_inner):
                 try:
                     changed |= await self.rebalance_by_topic(topic)
@@ -246,6 +249,7 @@ class RebalanceImpl:
     async def _add_queue(self, mq: MessageQueue) -> bool:
         if self.orderly and not await self.lock(mq):
             log.info("rebalance: lock refused, later group=%s mq=%s", self.group, mq)
+            self.retry_soon = True
             return False
         self.store.remove_offset(mq)  # Java's removeDirtyOffset
         pq = ProcessQueue()
@@ -273,8 +277,8 @@ class RebalanceImpl:
         Returns:
             False when an orderly consume kept the queue busy (retried next rebalance).
         """
-        try:
-            await self.store.persist(mq)
+        try:  # orderly waits for the answer: the unlock below must not overtake it
+            await self.store.persist(mq, oneway=not self.orderly)
         except MQClientError as exc:
             log.warning("persist offset of dropped queue failed mq=%s error=%s", mq, exc)
         self.store.remove_offset(mq)
@@ -285,6 +289,7 @@ class RebalanceImpl:
                 await pq.consume_lock.acquire()
         except TimeoutError:
             pq.try_unlock_times += 1
+            self.retry_soon = True
             return False
         try:
             await self.unlock(mq)
