@@ -4,8 +4,10 @@ Owns: ``BrokerAdminAPI``, the admin side of Java's ``MQClientAPIImpl`` 4.9.8
 (createTopic, deleteTopicInBroker, getAllTopicConfig, createSubscriptionGroup,
 deleteSubscriptionGroup, getAllSubscriptionGroup, getBrokerRuntimeInfo,
 getTopicStatsInfo, getConsumeStats, getConsumerConnectionList,
-getProducerConnectionList, queryTopicConsumeByWho), plus the two wire pieces no
-other module has yet: QUERY_TOPIC_CONSUME_BY_WHO's header and its ``GroupList`` body.
+getProducerConnectionList, queryTopicConsumeByWho), plus the wire pieces this
+package cannot import from ``broker`` (whose processors parse them):
+QUERY_TOPIC_CONSUME_BY_WHO's header and its ``GroupList`` body,
+INVOKE_BROKER_TO_RESET_OFFSET's header and its ``ResetOffsetBody`` reply.
 Transport failures become ``MQRemotingError`` subclasses, error replies
 ``MQBrokerError(code, remark, address)``, unparsable replies a non-retriable
 ``MQBrokerError`` with SYSTEM_ERROR.
@@ -26,8 +28,10 @@ from aiorocketmq.common.admin_bodies import (
     SubscriptionGroupWrapper,
     TopicConfigSerializeWrapper,
     TopicStatsTable,
+    loads_object_keys,
 )
 from aiorocketmq.common.errors import RemoteProtocolError
+from aiorocketmq.common.message import MessageQueue
 from aiorocketmq.common.protocol_bodies import ConsumerConnection, ProducerConnection
 from aiorocketmq.common.route import KVTable
 from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
@@ -53,6 +57,8 @@ __all__ = [
     "BrokerAdminAPI",
     "GroupList",
     "QueryTopicConsumeByWhoRequestHeader",
+    "ResetOffsetBody",
+    "ResetOffsetRequestHeader",
 ]
 
 _T = TypeVar("_T")
@@ -95,6 +101,46 @@ class GroupList:
         """Parse a body. Raises ``RemoteProtocolError``."""
         d = fj.loads_object(data, "GroupList")
         return cls(fj.get_str_list(d.get("groupList") or [], "groupList"))
+
+
+@dataclass(slots=True, frozen=True)
+class ResetOffsetRequestHeader:
+    """INVOKE_BROKER_TO_RESET_OFFSET (222); ``timestamp`` -1 means each queue's max."""
+
+    topic: str
+    group: str
+    timestamp: int
+    is_force: bool = True
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings (Java's field names)."""
+        return to_ext_fields(
+            topic=self.topic, group=self.group, timestamp=self.timestamp, isForce=self.is_force
+        )
+
+
+@dataclass(slots=True)
+class ResetOffsetBody:
+    """INVOKE_BROKER_TO_RESET_OFFSET's reply: ``{"offsetTable":{MessageQueue: offset}}``."""
+
+    offset_table: dict[MessageQueue, int] = field(default_factory=dict)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview | str) -> ResetOffsetBody:
+        """Parse fastjson's text (queue objects as keys). Raises ``RemoteProtocolError``."""
+        d = fj.as_dict(loads_object_keys(data), "ResetOffsetBody")
+        table: dict[MessageQueue, int] = {}
+        for key, value in fj.as_dict(d.get("offsetTable") or {}, "offsetTable").items():
+            if isinstance(key, tuple):
+                mq = MessageQueue.from_json_dict(dict(key))
+            elif isinstance(key, str):
+                mq = MessageQueue.from_json_dict(fj.loads_object(key, "offsetTable key"))
+            else:
+                raise RemoteProtocolError(f"offsetTable: bad MessageQueue key {key!r}")
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise RemoteProtocolError(f"offsetTable: offset {value!r} is not a number")
+            table[mq] = value
+        return cls(table)
 
 
 class BrokerAdminAPI:

@@ -26,8 +26,8 @@ import logging
 from dataclasses import dataclass
 from typing import Final
 
+from aiorocketmq.admin.broker_api import ResetOffsetBody, ResetOffsetRequestHeader
 from aiorocketmq.admin.mq_admin import MQAdmin, MQAdminError, select_broker_addr
-from aiorocketmq.broker.processors.reset_offset import ResetOffsetBody, ResetOffsetRequestHeader
 from aiorocketmq.client.errors import (
     MQBrokerError,
     MQClientError,

@@ -10,8 +10,10 @@ import time
 import pytest
 
 from aiorocketmq.admin import message_render as mr
+from aiorocketmq.admin.broker_api import ResetOffsetBody, ResetOffsetRequestHeader
 from aiorocketmq.admin.message_admin import MessageTrack, RollbackStats, TrackType
 from aiorocketmq.admin.render import human_time_ms
+from aiorocketmq.broker.processors import reset_offset as broker_side
 from aiorocketmq.cli.admin import build_parser, main
 from aiorocketmq.common.message import MessageExt, MessageQueue
 
@@ -131,4 +133,14 @@ def test_track_section() -> None:
         "\n\nMessageTrack [consumerGroup=G1, trackType=CONSUMED, exceptionDesc=null]\n"
         "MessageTrack [consumerGroup=G2, trackType=NOT_ONLINE, exceptionDesc=CODE:206 DESC:Not "
         "found]\n"
+    )
+
+
+def test_admin_reads_the_brokers_reset_body() -> None:
+    table = {MessageQueue("T", "broker-a", 0): 5, MessageQueue('T"x', "b", 7): 2**40}
+    encoded = broker_side.ResetOffsetBody(table).encode()
+    assert ResetOffsetBody.decode(encoded).offset_table == table
+    header = ResetOffsetRequestHeader("t", "g", -1, False).to_ext_fields()
+    assert broker_side.ResetOffsetRequestHeader.from_ext_fields(header) == (
+        broker_side.ResetOffsetRequestHeader("t", "g", -1, False)
     )
