@@ -4,7 +4,7 @@ Owns (Java 4.9.8 ``DefaultMQPushConsumerImpl`` + ``PullMessageService``): the
 consumer's registration (CONSUME_PASSIVELY) and heartbeat entry, its
 subscriptions (in clustering also ``%RETRY%<group>``), the rebalance loop (every
 ``rebalance_interval_millis``, at once on NOTIFY_CONSUMER_IDS_CHANGED or when a
-subscribed topic's queues change, and after 1 s when an orderly lock was refused), the
+subscribed topic's queues change, and after 1 s when it left work undone), the
 orderly lock renewal (every 20 s), one long-polling pull loop per owned queue
 (flow control by count, size and span; ``suggestWhichBrokerId`` followed through
 ``PullAPIWrapper``), sending failed messages back (CONSUMER_SEND_MSG_BACK, falling
@@ -437,8 +437,8 @@ class PushConsumer:
                 await self.do_rebalance()
             except Exception:
                 log.exception("rebalance failed group=%s", self.group)
-            # A refused orderly lock (its previous owner is still unlocking) is
-            # tried again after 1 s rather than a whole interval later.
+            # Undone work (an orderly lock its previous owner still holds, a failed
+            # request) is tried again after 1 s rather than a whole interval later.
             wait = min(1.0, interval) if self.rebalance.retry_soon else interval
             try:
                 async with asyncio.timeout(wait):

@@ -163,7 +163,7 @@ class RebalanceImpl:
         self.topic_subscribe_info: dict[str, set[MessageQueue]] = {}
         self.process_queue_table: dict[MessageQueue, ProcessQueue] = {}
         self.retry_soon = False
-        """Set when the last rebalance left work undone (a lock refused or a queue busy)."""
+        """Set when the last rebalance left work undone (a lock refused, a queue busy, an error)."""
         self._lock = asyncio.Lock()
 
     # -- rebalance ----------------------------------------------------------------------
@@ -177,6 +177,8 @@ class RebalanceImpl:
                 try:
                     changed |= await self.rebalance_by_topic(topic)
                 except MQClientError as exc:
+                    # e.g. the broker has not seen our heartbeat yet: try again soon
+                    self.retry_soon = True
                     log.warning(
                         "rebalance failed group=%s topic=%s error=%s", self.group, topic, exc
                     )
