@@ -132,7 +132,12 @@ class _HeldRecords:
         the usual case) become one view over the run, so the transport gets one
         buffer for them instead of one per record. The run's view is a new held
         slice of the file, released by ``release()`` like the records. Joined,
-        the views are exactly ``body()``.
+        the views are exactly ``body()`` as it was before the call.
+
+        When all records form one run, the records' own holds are released at
+        once (the run holds the file, and a reply waiting for a slow socket then
+        keeps two objects alive instead of two per record): ``messages`` can no
+        longer be read, so decode or copy them before, never after.
 
         Raises:
             ValueError: the records were released.
@@ -148,7 +153,11 @@ class _HeldRecords:
             if first.file is last.file and span == self.buffer_total_size:
                 run = _select_run(first, first.start_offset + span)
                 if run is not None:
-                    self.buffers.append(run)
+                    # The run holds the file: the records' own holds go now, so a
+                    # reply waiting for the socket keeps 2 objects alive, not 65.
+                    for rec in records:
+                        rec.release()
+                    self.buffers = [run]
                     return [run.view]
         views: list[memoryview] = []
         i = 0

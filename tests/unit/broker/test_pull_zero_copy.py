@@ -137,19 +137,41 @@ async def test_reply_bytes_on_the_wire_are_the_stored_records(tmp_path: Path) ->
 async def test_wire_views_coalesce_runs_and_hold_until_release(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
         await put_n(h, 100)
+        first = files(h)[0]
+        refs = first.ref_count  # no await below: the flush service stays put
         result = h.ctx.store.get_message(GROUP, TOPIC, 0, 50, 32)
         assert result is not None and result.message_count == 32
-        first = files(h)[0]
         assert result.buffers[0].file is first and result.buffers[-1].file is not first
+        in_first = first.ref_count - refs
         with result:
             views = result.wire_views()
             # One view per file: the run at the end of file 0, the run in file 1.
             assert len(views) == 2
             assert b"".join(views) == result.body()
-            assert first.ref_count == 1 + sum(1 for b in result.buffers if b.file is first)
-        assert reader_refs(h) == 0
+            assert first.ref_count == refs + in_first + 1  # the run holds it once more
+        assert first.ref_count == refs
         with pytest.raises(ValueError):
             bytes(views[0])  # released with the result: never readable again
+
+
+async def test_one_run_is_one_view_and_drops_the_record_holds(tmp_path: Path) -> None:
+    async with harness(tmp_path) as h:
+        await put_n(h, 40)
+        first = files(h)[0]
+        # No await from here on: the flush service cannot hold or release meanwhile.
+        refs = first.ref_count
+        result = h.ctx.store.get_message(GROUP, TOPIC, 0, 0, 32)
+        assert result is not None and result.message_count == 32
+        assert first.ref_count == refs + 32
+        body = result.body()
+        with result:
+            views = result.wire_views()
+            assert len(views) == 1 and views[0] == body
+            assert first.ref_count == refs + 1  # the run's hold only
+            with pytest.raises(ValueError):
+                bytes(result.messages[0])  # handed over: never read again
+            assert result.message_count == 32
+        assert first.ref_count == refs
 
 
 async def test_tag_filter_gaps_make_separate_views(tmp_path: Path) -> None:
