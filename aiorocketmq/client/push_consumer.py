@@ -486,6 +486,12 @@ class PushConsumer:
         task = asyncio.create_task(self._pull_loop(mq, pq, next_offset), name=f"pull-{mq}")
         self._pull_tasks[mq] = task
 
+        def forget(done: asyncio.Task[None]) -> None:
+            if self._pull_tasks.get(mq) is done:
+                del self._pull_tasks[mq]
+
+        task.add_done_callback(forget)
+
     def _must_wait(self, pq: ProcessQueue) -> bool:
         """Java's flow control: too many, too large, or (concurrent) too far apart."""
         c = self.config
@@ -521,6 +527,9 @@ class PushConsumer:
                 offset = await self._pull_once(mq, pq, offset)
             except MQClientError as exc:
                 log.info("pull failed mq=%s error=%s", mq, exc)
+                await asyncio.sleep(delay_on_error)
+            except Exception:  # a bug must not end this queue's pulls for good
+                log.exception("pull loop error mq=%s", mq)
                 await asyncio.sleep(delay_on_error)
 
     async def _pull_once(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> int:
