@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from aiorocketmq.admin.commands import COMMANDS, UsageError
+from aiorocketmq.admin.ha_status import ha_status
 from aiorocketmq.admin.message_commands import MESSAGE_COMMANDS
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.common.errors import RocketMQError
@@ -128,6 +129,12 @@ def _cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = sub.add_parser("brokerStatus", parents=[common], help="Fetch broker runtime status data")
     _add(p, "b", "brokerAddr", "Broker address")
     _add(p, "c", "clusterName", "which cluster")
+
+    p = sub.add_parser(
+        "haStatus", parents=[common], help="Replication state of master/slave sets (aiorocketmq)"
+    )
+    _add(p, "c", "clusterName", "which cluster", required=True)
+    _add(p, "b", "brokerName", "only this broker set")
 
 
 def _group_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -285,7 +292,7 @@ def _write(text: str) -> None:
 
 
 async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
-    command = {**COMMANDS, **MESSAGE_COMMANDS}[args.command]
+    command = {**COMMANDS, **MESSAGE_COMMANDS, "haStatus": ha_status}[args.command]
     try:
         async with MQAdmin(namesrv_addr) as admin:
             await command(admin, args, _write)
