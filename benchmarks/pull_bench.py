@@ -15,9 +15,11 @@ A light load generator in this process keeps ``--window`` pulls of 32 messages i
 flight per connection (frames pre-encoded, offsets cycling over the queue; replies
 are only framed and counted, not decoded; messages are counted from body bytes,
 every record being the same size) and reports messages/s and MB/s of reply bytes
-on the wire. Both processes run uvloop. CPU shares of both are reported so it is
-clear which one saturated; rounds interleave the two modes and each row is the
-median round (the machine is shared and noisy: only ratios within a run mean much).
+on the wire, and messages per server CPU-second. Both processes run uvloop. CPU
+shares of both are reported so it is clear which one saturated; rounds interleave
+the two modes (alternating which goes first) and each row is the median round (the
+machine is shared and noisy: only ratios within a run mean much, and when the
+server does not get a whole core, msgs per server CPU-second is the fairer one).
 
 Run: ``python benchmarks/pull_bench.py [--seconds 3] [--count 20000] [--body 1024]
 [--window 16] [--connections 2] [--rounds 3]``.
@@ -310,8 +312,11 @@ def main() -> None:
     child = _start(args)
     samples: dict[str, list[tuple[float, float, float, float]]] = {"zero-copy": [], "copy": []}
     try:
-        for _ in range(args.rounds):
-            for mode, port in zip(samples, child.ports, strict=True):
+        modes = list(zip(samples, child.ports, strict=True))
+        for n in range(args.rounds):
+            # Alternate which mode goes first: no mode always inherits the other's
+            # warm (or cold) state.
+            for mode, port in modes if n % 2 == 0 else modes[::-1]:
                 s0, c0, w0 = child.cpu_s(), _own_cpu_s(), time.perf_counter()
                 msgs, mbs = uvloop.run(_load(port, frames, args))
                 wall = time.perf_counter() - w0
