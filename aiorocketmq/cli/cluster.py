@@ -129,6 +129,7 @@ def _up(args: argparse.Namespace) -> int:
             return EXIT_FAILED
     layout = load_layout(args.layout)
     cluster = Cluster.create(layout, args.dir, args.port_base, _overrides(args.set))
+    cluster.die_with_parent = args.foreground  # attached: nodes go when we go
     try:
         cluster.up(args.timeout)
     except (ProcessError, ClusterError) as exc:

@@ -92,6 +92,9 @@ class Cluster:
         self.layout = layout
         self.directory = directory.resolve()
         self.overrides = dict(overrides or {})
+        #: Nodes started from now on get SIGTERM when this process dies (Linux):
+        #: for test runs and ``--foreground``, not for a detached ``mqcluster up``.
+        self.die_with_parent = False
         self._procs = {node.name: self._process(node) for node in layout.nodes}
 
     # -- creating and opening a run directory ------------------------------------
@@ -216,7 +219,7 @@ class Cluster:
         proc = self.process(name)
         if proc.running:
             return
-        proc.spawn(cwd=self.directory)
+        proc.spawn(cwd=self.directory, die_with_parent=self.die_with_parent)
         if wait:
             proc.wait_ready(READY_TIMEOUT_S)
 

@@ -3,7 +3,8 @@
 Owns: spawning ``python -m aiorocketmq.cli.namesrv|broker`` in its own session
 (so a terminal's Ctrl-C reaches only the launcher, which stops nodes in order)
 with stdout and stderr appended to one log file, the PID file, reading the ready
-line from the log, telling whether a PID is still that node (``/proc`` state and
+line from the log, optionally tying a node's life to this process
+(``PR_SET_PDEATHSIG``), telling whether a PID is still that node (``/proc`` state and
 command line, so a reused PID is not mistaken for it), signalling by PID, waiting
 for exit, and picking a free port base on 127.0.0.1.
 
@@ -12,6 +13,7 @@ Must not: know layouts or the remoting protocol (``cluster``, ``probe``).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import random
@@ -39,6 +41,7 @@ BROKER_READY = re.compile(
     r"mqbroker ready address=(?P<addr>\S+) name=(?P<name>\S+) id=(?P<id>\d+) pid=(?P<pid>\d+)"
 )
 POLL_S = 0.05
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 class ProcessError(RuntimeError):
@@ -98,21 +101,38 @@ class NodeProcess:
         pid = self.pid
         return pid is not None and pid_alive(pid, self.marker)
 
-    def spawn(self, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> None:
-        """Start the process (its ready line is awaited by ``wait_ready``)."""
+    def spawn(
+        self,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        die_with_parent: bool = False,
+    ) -> None:
+        """Start the process (its ready line is awaited by ``wait_ready``).
+
+        With ``die_with_parent`` (Linux) the node gets SIGTERM when this process
+        dies, however it dies: a test run killed mid-way leaves no cluster behind.
+        """
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.pid_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        tie = die_with_parent and sys.platform == "linux"
         with self.log_path.open("ab") as out:
-            self.popen = subprocess.Popen(
-                [sys.executable, *self.args],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=cwd,
-                env={**os.environ, **(env or {})},
-                start_new_session=True,
-            )
+            boot = ["-c", _TIED_BOOT, str(os.getpid())] if tie else []
+
+            def popen() -> subprocess.Popen[bytes]:
+                return subprocess.Popen(
+                    [sys.executable, *boot, *self.args],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    cwd=cwd,
+                    env={**os.environ, **(env or {})},
+                    start_new_session=True,
+                )
+
+            # The parent-death signal follows the *thread* that forked: fork from
+            # one thread that lives as long as this process.
+            self.popen = _spawner().submit(popen).result() if tie else popen()
         tmp = self.pid_path.with_suffix(".tmp")
         tmp.write_text(f"{self.popen.pid}\n")
         tmp.replace(self.pid_path)
@@ -187,6 +207,28 @@ class NodeProcess:
             return f"--- {self.log_path} (missing) ---"
         last = "\n".join(text.splitlines()[-lines:])
         return f"--- {self.log_path} ---\n{last}"
+
+
+_SPAWNER: list[concurrent.futures.ThreadPoolExecutor] = []
+
+# Run in the child before the node's module: ask for SIGTERM when the parent dies
+# (it lasts through the runpy below), and give up if the parent is already gone.
+_TIED_BOOT = f"""
+import ctypes, os, runpy, signal, sys
+parent = int(sys.argv[1])
+ctypes.CDLL(None, use_errno=True).prctl({PR_SET_PDEATHSIG}, signal.SIGTERM)
+if os.getppid() != parent:
+    sys.exit(1)
+module, sys.argv = sys.argv[3], [sys.argv[3], *sys.argv[4:]]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+def _spawner() -> concurrent.futures.ThreadPoolExecutor:
+    """The process-wide thread that forks tied nodes (lives until interpreter exit)."""
+    if not _SPAWNER:
+        _SPAWNER.append(concurrent.futures.ThreadPoolExecutor(1, "aiorocketmq-spawner"))
+    return _SPAWNER[0]
 
 
 def _port_free(port: int) -> bool:

@@ -135,6 +135,7 @@ class ClusterFactory:
         overrides = {**SMALL_FILES, **(settings or {})}
         base = Cluster.create(spec, directory, port_base=0, overrides=overrides)
         cluster = ClusterHandle(base.layout, base.directory, base.overrides)
+        cluster.die_with_parent = True  # a killed test run leaves no cluster behind
         self._clusters.append(cluster)
         try:
             cluster.up(timeout)

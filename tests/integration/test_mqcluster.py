@@ -8,7 +8,8 @@ fails for a dead one; ``kill`` SIGKILLs a slave by its PID file, messages writte
 meanwhile are replicated after ``restart`` (lag back to 0 at equal offsets);
 ``kill``/``restart`` of a master brings it back registered at the same address;
 ``down`` stops everything and a second ``up`` in the same directory refuses while
-nodes run.
+nodes run. ``up --foreground`` stops its nodes on SIGTERM, and even when it is
+SIGKILLed itself (their parent-death signal).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -153,3 +155,35 @@ async def test_up_status_kill_restart_down(run_dir: Path, tmp_path: Path) -> Non
     for name in ("broker-a", "broker-b-s"):
         log = (run_dir / "logs" / f"{name}.log").read_text("utf-8")
         assert "broker stopped" in log.splitlines()[-1], log[-2000:]
+
+
+async def _foreground(run_dir: Path) -> tuple[asyncio.subprocess.Process, list[int]]:
+    layout = load_layout("1m")
+    low = min(layout.ports())
+    base = free_port_base(p - low for p in layout.ports())
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "aiorocketmq.cli.cluster", "--dir", str(run_dir), "up",
+        "--layout", "1m", "--port-base", str(base), "--foreground", *SMALL,
+        stdout=asyncio.subprocess.PIPE, cwd=REPO,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    lines: list[str] = []
+    while not lines or "Ctrl-C stops" not in lines[-1]:
+        line = await asyncio.wait_for(proc.stdout.readline(), 60)
+        assert line, f"mqcluster exited early: {lines}"
+        lines.append(line.decode())
+    return proc, [r["pid"] for r in (await status(run_dir)).values()]
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+async def test_foreground_stops_the_cluster_when_it_goes(run_dir: Path, sig: str) -> None:
+    """SIGTERM (or Ctrl-C): an orderly down, exit 0. SIGKILL of the launcher itself:
+    its nodes get SIGTERM from the kernel (parent-death signal) and stop cleanly."""
+    proc, pids = await _foreground(run_dir)
+    assert len(pids) == 2 and all(pid_alive(p) for p in pids)
+    proc.send_signal(getattr(signal, sig))
+    code = await asyncio.wait_for(proc.wait(), 60)
+    assert code == (0 if sig == "SIGTERM" else -signal.SIGKILL)
+    await wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=30, what="nodes gone")
+    log = (run_dir / "logs" / "broker-a.log").read_text("utf-8")
+    assert "broker stopped" in log.splitlines()[-1], log[-2000:]
