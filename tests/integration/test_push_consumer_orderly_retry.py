@@ -3,6 +3,9 @@
 - Orderly: messages sent by sharding key (hash selector) are consumed in per-key
   order, and two orderly consumers of one group never consume one queue at the same
   time (intervals recorded while the second joins and takes half of the queues).
+- Orderly retry: a message the listener suspends is retried in place (nothing
+  after it runs meanwhile) up to ``max_reconsume_times``, then goes to the DLQ and
+  the queue moves on in order.
 - Retry: a listener failing a message 3 times sees it again with reconsumeTimes
   0, 1, 2, 3 and then consumes it; a message that always fails lands in
   ``%DLQ%<group>`` after ``max_reconsume_times`` (3: four deliveries in all).
@@ -26,6 +29,7 @@ from aiorocketmq.client import (
     Message,
     MessageExt,
     MessageQueue,
+    MQClientError,
     Producer,
     PullConsumer,
     PullStatus,
@@ -166,6 +170,19 @@ async def test_orderly_keeps_per_key_order_and_one_consumer_per_queue(
             assert mine == sorted(mine), (recorder.name, key)
 
 
+async def dlq_keys(namesrv: str, group: str) -> list[str]:
+    """The keys in queue 0 of ``%DLQ%<group>`` (empty while it has no route or message)."""
+    async with PullConsumer("CG-dlq-reader", client_config=client(namesrv, "dlq")) as reader:
+        try:
+            mqs = await reader.fetch_subscribe_message_queues(f"%DLQ%{group}")
+        except MQClientError:
+            return []
+        result = await reader.pull(mqs[0], "*", 0, 32)
+    if result.status is not PullStatus.FOUND:
+        return []
+    return [m.keys[0] for m in result.msg_found_list]
+
+
 class FlakyListener:
     """Fails ``flaky`` 3 times and ``poison`` always; records reconsume times."""
 
@@ -209,23 +226,52 @@ async def test_failed_messages_come_back_then_go_to_the_dlq(
                 what="flaky consumed after retries, poison tried 4 times",
                 describe=lambda: dict(listener.attempts),
             )
-            async with PullConsumer(
-                "CG-dlq-reader", client_config=client(namesrv, "dlq")
-            ) as reader:
-
-                async def dlq_keys() -> list[str]:
-                    try:
-                        mqs = await reader.fetch_subscribe_message_queues("%DLQ%CG-retry")
-                    except Exception:
-                        return []
-                    result = await reader.pull(mqs[0], "*", 0, 32)
-                    if result.status is not PullStatus.FOUND:
-                        return []
-                    return [m.keys[0] for m in result.msg_found_list]
-
-                dlq = await wait_until(dlq_keys, timeout=30, what="poison in the DLQ")
+            dlq = await wait_until(
+                lambda: dlq_keys(namesrv, "CG-retry"), timeout=30, what="poison in the DLQ"
+            )
     assert listener.attempts["flaky"] == [0, 1, 2, 3]
     assert listener.attempts["poison"] == [0, 1, 2, 3]
     assert listener.attempts["fine"] == [0]
     assert dlq == ["poison"]
     assert "poison" not in listener.consumed
+
+
+async def test_orderly_retries_locally_then_sends_the_message_to_the_dlq(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    _, namesrv = await start_namesrv(start_process, tmp_path)
+    await start_broker(start_process, tmp_path, namesrv, "broker-a", messageDelayLevel=FAST_DELAYS)
+    keys = ["s:0", "s:1", "poison", "s:2", "s:3"]
+    attempts: dict[str, list[int]] = defaultdict(list)
+    order: list[str] = []
+
+    def listener(msgs: list[MessageExt], _context: object) -> ConsumeOrderlyStatus:
+        for msg in msgs:
+            attempts[msg.keys[0]].append(msg.reconsume_times)
+            if msg.keys[0] == "poison":
+                return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+            order.append(msg.keys[0])
+        return ConsumeOrderlyStatus.SUCCESS
+
+    config = PushConsumerConfig(
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        max_reconsume_times=2,
+        suspend_current_queue_time_millis=10,
+    )
+    consumer = PushConsumer("CG-osusp", config=config, client_config=client(namesrv, "s1"))
+    consumer.subscribe("PushOrderRetry", "*")
+    consumer.register_message_listener(listener, orderly=True)
+    async with Producer("PG", client_config=client(namesrv, "producer")) as producer:
+        for key in keys:  # all to one queue, in this order
+            msg = Message("PushOrderRetry", key.encode(), properties={"KEYS": key})
+            await producer.send(msg, selector=select_by_hash, arg="same-key")
+        async with consumer:
+            await wait_until(lambda: len(order) == 4, timeout=30, what="the 4 good messages")
+        dlq = await wait_until(
+            lambda: dlq_keys(namesrv, "CG-osusp"), timeout=30, what="poison in the DLQ"
+        )
+    # The poison message was tried 3 times in place (nothing after it ran meanwhile),
+    # then sent to the DLQ, and the queue went on in order.
+    assert attempts["poison"] == [0, 1, 2]
+    assert order == ["s:0", "s:1", "s:2", "s:3"]
+    assert dlq == ["poison"]
