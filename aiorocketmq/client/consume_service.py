@@ -12,6 +12,8 @@ Owns (Java 4.9.8 ``ConsumeMessageConcurrentlyService`` /
   broker (CONSUMER_SEND_MSG_BACK, clustering only; broadcasting drops it) and
   what could not be sent back is consumed again locally 5 s later; then the
   queue's offset becomes the smallest offset still held;
+- ``IteratorConsumeService``: the same, with the caller's ``async for`` loop in
+  place of the listener and the workers;
 - ``OrderlyConsumeService``: one consume at a time per queue (``pq.consume_lock``),
   only while this client holds the queue's broker lock (clustering), messages
   taken in offset order; SUSPEND retries locally (1 s apart by default) until
@@ -28,7 +30,7 @@ import enum
 import inspect
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -50,6 +52,7 @@ __all__ = [
     "ConsumeHost",
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
+    "IteratorConsumeService",
     "Listener",
     "OrderlyConsumeService",
     "RetrySender",
@@ -182,7 +185,8 @@ class ConcurrentConsumeService:
         self.host = host
         self.listener = listener
         self.workers = workers
-        self._queue: asyncio.Queue[tuple[list[MessageExt], ProcessQueue, MessageQueue]] = (
+        # None is the end marker ``IteratorConsumeService`` puts at shutdown.
+        self._queue: asyncio.Queue[tuple[list[MessageExt], ProcessQueue, MessageQueue] | None] = (
             asyncio.Queue()
         )
         self._tasks: list[asyncio.Task[None]] = []
@@ -225,7 +229,10 @@ class ConcurrentConsumeService:
 
     async def _worker(self) -> None:
         while True:
-            msgs, pq, mq = await self._queue.get()
+            item = await self._queue.get()
+            if item is None:
+                return
+            msgs, pq, mq = item
             if pq.dropped:
                 continue
             try:
@@ -270,6 +277,68 @@ class ConcurrentConsumeService:
         offset = pq.remove_messages(done)
         if offset >= 0 and not pq.dropped:
             self.host.offset_store.update_offset(mq, offset, increase_only=True)
+
+
+class IteratorConsumeService(ConcurrentConsumeService):
+    """Concurrent consumption where the caller's ``async for`` loop is the listener.
+
+    A message counts as consumed when the loop asks for the next one; if the loop
+    raises or stops, it is sent back for retry like a RECONSUME_LATER answer (the
+    rest of its batch is queued again). The iteration ends at shutdown.
+    """
+
+    def __init__(self, host: ConsumeHost) -> None:
+        super().__init__(host, _no_listener, 0)
+        self._pending: set[asyncio.Task[None]] = set()
+
+    async def shutdown(self) -> None:
+        """End every ``messages()`` loop, then stop as the concurrent service does."""
+        self._queue.put_nowait(None)
+        await asyncio.gather(*self._pending, return_exceptions=True)
+        await super().shutdown()
+
+    def _failed(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        async def send_back() -> None:
+            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
+            try:
+                await self._process_result(status, ConsumeConcurrentlyContext(mq), msgs, pq, mq)
+            except Exception:  # e.g. the consumer shut down meanwhile
+                log.exception("send back after a failed loop failed mq=%s", mq)
+
+        task = asyncio.create_task(send_back())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def messages(self) -> AsyncIterator[MessageExt]:
+        """Yield messages until the consumer shuts down (see the class docstring)."""
+        while True:
+            item = await self._queue.get()
+            if item is None:
+                self._queue.put_nowait(None)  # for any other loop
+                return
+            msgs, pq, mq = item
+            if pq.dropped:
+                continue
+            reset_retry_topic(msgs, self.host.group)
+            _mark_consume_start(msgs)
+            for i, msg in enumerate(msgs):
+                try:
+                    yield msg
+                except BaseException:
+                    if i + 1 < len(msgs):
+                        self._queue.put_nowait((msgs[i + 1 :], pq, mq))
+                    if not pq.dropped:
+                        self._failed([msg], pq, mq)
+                    raise
+                if not pq.dropped:
+                    status = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+                    await self._process_result(
+                        status, ConsumeConcurrentlyContext(mq), [msg], pq, mq
+                    )
+
+
+def _no_listener(_msgs: list[MessageExt], _context: object) -> None:
+    """The iterator service calls no listener."""
 
 
 class OrderlyConsumeService:

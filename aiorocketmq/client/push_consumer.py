@@ -40,8 +40,7 @@ from aiorocketmq.client.allocate import AllocateStrategy, allocate_averagely
 from aiorocketmq.client.config import ClientConfig, PushConsumerConfig
 from aiorocketmq.client.consume_service import (
     ConcurrentConsumeService,
-    ConsumeConcurrentlyStatus,
-    ConsumeOrderlyStatus,
+    IteratorConsumeService,
     Listener,
     OrderlyConsumeService,
     RetrySender,
@@ -123,7 +122,6 @@ class PushConsumer:
         self._subscriptions: dict[str, str] = {}
         self._listener: Listener | None = None
         self.orderly = False
-        self._iter_queue: asyncio.Queue[tuple[MessageExt, asyncio.Future[bool]]] = asyncio.Queue(1)
         self._instance: ClientInstance | None = None
         self._rebalance: RebalanceImpl | None = None
         self._wrapper: PullAPIWrapper | None = None
@@ -271,10 +269,11 @@ class PushConsumer:
         return rebalance
 
     def _make_service(self) -> ConcurrentConsumeService | OrderlyConsumeService:
-        listener = self._listener or self._iter_listener
+        if self._listener is None:
+            return IteratorConsumeService(self)
         if self.orderly:
-            return OrderlyConsumeService(self, listener)
-        return ConcurrentConsumeService(self, listener, self.config.consume_thread_max)
+            return OrderlyConsumeService(self, self._listener)
+        return ConcurrentConsumeService(self, self._listener, self.config.consume_thread_max)
 
     async def shutdown(self) -> None:
         """Stop pulling and consuming, unlock, persist offsets, unregister (idempotent)."""
@@ -331,38 +330,19 @@ class PushConsumer:
 
     # -- iterator ------------------------------------------------------------------------
 
-    async def _iter_listener(self, msgs: list[MessageExt], _context: object) -> object:
-        """The listener behind ``messages()``: hand each message over, wait for the loop."""
-        loop = asyncio.get_running_loop()
-        for msg in msgs:
-            done: asyncio.Future[bool] = loop.create_future()
-            await self._iter_queue.put((msg, done))
-            if not await done:
-                if self.orderly:
-                    return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
-                return ConsumeConcurrentlyStatus.RECONSUME_LATER
-        if self.orderly:
-            return ConsumeOrderlyStatus.SUCCESS
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    async def messages(self) -> AsyncIterator[MessageExt]:
-        """Yield consumed messages when no listener is registered.
+    def messages(self) -> AsyncIterator[MessageExt]:
+        """Yield consumed messages (consumers without a listener), until shutdown.
 
         A message counts as consumed when the loop asks for the next one; if the
-        loop body raises (or breaks), that message is consumed again later.
+        loop body raises or breaks, that message is sent back and consumed again.
+
+        Raises:
+            ClientStateError: not started, or a listener is registered.
         """
-        if self._listener is not None:
-            raise ClientStateError("messages() is for consumers without a listener")
-        while True:
-            msg, done = await self._iter_queue.get()
-            try:
-                yield msg
-            except BaseException:
-                if not done.done():
-                    done.set_result(False)
-                raise
-            if not done.done():
-                done.set_result(True)
+        service = self._service
+        if not isinstance(service, IteratorConsumeService):
+            raise ClientStateError("messages() is for started consumers without a listener")
+        return service.messages()
 
     # -- ConsumerInner -------------------------------------------------------------------
 

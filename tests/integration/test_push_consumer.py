@@ -61,7 +61,6 @@ async def produce(namesrv: str, topic: str, keys: list[str], per_batch: int = 10
             await asyncio.gather(*(producer.send_batch(b) for b in batches[first : first + 8]))
 
 
-@pytest.mark.slow
 async def test_100k_messages_all_consumed_by_one_push_consumer(
     start_process: StartProcess, tmp_path: Path
 ) -> None:
@@ -217,3 +216,39 @@ async def test_broadcasting_delivers_every_message_to_each_consumer(
     assert seen["b1"] == seen["b2"] == Counter(keys)
     # Local offsets were written at shutdown, one file per client id.
     assert len(list((tmp_path / "offsets").glob("*/CG-bcast/offsets.json"))) == 2
+
+
+async def test_messages_loop_that_raises_gets_the_message_again_and_ends_at_shutdown(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    _, namesrv = await start_namesrv(start_process, tmp_path)
+    await start_broker(
+        start_process, tmp_path, namesrv, "broker-a", messageDelayLevel=" ".join(["1s"] * 18)
+    )
+    await produce(namesrv, "PushIter", ["m0", "m1", "m2"], per_batch=1)
+    config = PushConsumerConfig(consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer = PushConsumer("CG-iter", config=config, client_config=client(namesrv, "i1"))
+    consumer.subscribe("PushIter", "*")
+    seen: list[tuple[str, int]] = []
+
+    async def second_loop() -> None:
+        async for msg in consumer.messages():
+            seen.append((msg.keys[0], msg.reconsume_times))
+
+    async with consumer:
+        with pytest.raises(RuntimeError, match="boom"):
+            async for msg in consumer.messages():
+                if msg.keys[0] == "m1":
+                    raise RuntimeError("boom")
+                seen.append((msg.keys[0], msg.reconsume_times))
+        loop_task = asyncio.create_task(second_loop())
+        await wait_until(
+            lambda: {("m0", 0), ("m2", 0), ("m1", 1)} <= set(seen),
+            timeout=30,
+            what="m1 back with reconsumeTimes 1",
+            describe=lambda: seen,
+        )
+    # The shutdown ended the loop: the task finishes without being cancelled.
+    await wait_until(loop_task.done, timeout=5, what="the messages() loop to end")
+    assert loop_task.exception() is None
+    assert sorted(seen) == [("m0", 0), ("m1", 1), ("m2", 0)]
