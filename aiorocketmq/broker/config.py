@@ -154,6 +154,15 @@ class BrokerConfig(BaseModel):
     end_transaction_pool_queue_capacity: int = _f(100_000, "Java queue (no effect).")
     filter_server_nums: int = _f(0, "Filter servers (unsupported).")
     long_polling_enable: bool = _f(True, "Hold pulls on empty queues (long polling).")
+    metrics_port: int = Field(
+        5557,
+        ge=-1,
+        le=65535,
+        description=(
+            "aiorocketmq: port of the Prometheus /metrics endpoint (RocketMQ 5's "
+            "metricsPromExporterPort default); 0 turns it off, -1 picks a free port (logged)."
+        ),
+    )
     short_polling_time_mills: int = Field(
         1_000, ge=0, description="Hold of a pull when long polling is off (ms)."
     )

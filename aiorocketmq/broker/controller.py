@@ -35,6 +35,7 @@ from aiorocketmq.broker.config_manager import (
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.ha.service import HAService
 from aiorocketmq.broker.long_polling import PullRequestHoldService
+from aiorocketmq.broker.metrics import BrokerMetrics
 from aiorocketmq.broker.offsets import ConsumerOffsetFlushService, ConsumerOffsetManager
 from aiorocketmq.broker.outer_api import BrokerIdentity, BrokerOuterAPI
 from aiorocketmq.broker.processors.admin import AdminProcessor
@@ -115,7 +116,8 @@ class BrokerController(Service):
         self.ctx = self._build_context(settings.store.root_dir)
         self.ha = HAService(settings.store)
         self.ha.install(self.store)
-        self.table = ProcessorTable()
+        self.metrics = BrokerMetrics(settings, self.ctx, self.ha)
+        self.table: ProcessorTable = self.metrics.table
         self.server = RemotingServer(self.table, settings.remoting, name="broker")
         self.pull = PullProcessor(self.ctx)
         self.hold = PullRequestHoldService(
@@ -251,6 +253,7 @@ class BrokerController(Service):
         await self.ha.start()
         await self.server.start()
         self.ctx.store_host = (self.ctx.store_host[0], self.server.port)
+        await self.metrics.start()
         await self.hold.start()
         await self.offset_flush.start()
         await self.sampler.start()
@@ -267,6 +270,7 @@ class BrokerController(Service):
 
     async def on_shutdown(self) -> None:
         """Unregister, stop serving, stop the store, persist the tables."""
+        await self.metrics.shutdown()
         await self.registrar.shutdown()
         await self.server.shutdown()
         await self.hold.shutdown()

@@ -67,6 +67,15 @@ class NamesrvConfig(BaseModel):
         json_schema_extra=_IMPORTANT,
     )
     listen_host: str = Field("0.0.0.0", description="aiorocketmq: address to bind.")
+    metrics_port: int = Field(
+        5558,
+        ge=-1,
+        le=65535,
+        description=(
+            "aiorocketmq: port of the Prometheus /metrics endpoint (the broker's is 5557); "
+            "0 turns it off, -1 picks a free port (logged)."
+        ),
+    )
     broker_scan_interval_millis: int = Field(
         10_000, ge=1, description="aiorocketmq: period of the broker expiry scan (ms); Java: 10 s."
     )

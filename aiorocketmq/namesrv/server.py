@@ -22,6 +22,7 @@ from aiorocketmq.common.clock import Clock, SystemClock
 from aiorocketmq.common.properties_file import format_properties
 from aiorocketmq.namesrv.config import NamesrvConfig, config_items
 from aiorocketmq.namesrv.kv_config import KVConfigManager
+from aiorocketmq.namesrv.metrics import NamesrvMetrics
 from aiorocketmq.namesrv.processors import NamesrvProcessors
 from aiorocketmq.namesrv.route_info import RouteInfoManager
 from aiorocketmq.remoting.config import RemotingServerConfig
@@ -65,7 +66,8 @@ class NamesrvController(Service):
         self.processors = NamesrvProcessors(
             config, self.route_info, self.kv_config, config_text=self.config_text
         )
-        table = ProcessorTable()
+        self.metrics = NamesrvMetrics(self.route_info, config.metrics_port, config.listen_host)
+        table: ProcessorTable = self.metrics.table
         self.processors.register(table)
         self.remoting = RemotingServer(table, self.remoting_config, name="namesrv")
         self.remoting.add_connection_listener(on_close=self._on_connection_closed)
@@ -85,6 +87,7 @@ class NamesrvController(Service):
         """Load the KV table, bind, then start the expiry scan."""
         await self.kv_config.load()
         await self.remoting.start()
+        await self.metrics.start()
         self.scan_job = self.periodic(
             self.config.broker_scan_interval_millis / 1000,
             self.scan_not_active_broker,
@@ -100,6 +103,7 @@ class NamesrvController(Service):
 
     async def on_shutdown(self) -> None:
         """Close every connection, then let pending KV writes finish."""
+        await self.metrics.shutdown()
         await self.remoting.shutdown()
         await self._executor.shutdown()
         log.info("name server stopped address=%s", self.address)

@@ -10,9 +10,15 @@ cost more than a few attribute increments on the put path.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from typing import Final
 
-__all__ = ["StoreStats"]
+__all__ = ["PUT_SIZE_BUCKETS", "StoreStats"]
+
+#: Upper bounds (bytes) of the per-put size histogram: RocketMQ 5's
+#: ``rocketmq_message_size`` buckets (1 KB, 4 KB, 512 KB, 1 MB, 2 MB, 4 MB, +Inf).
+PUT_SIZE_BUCKETS: Final = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
 
 
 @dataclass(slots=True)
@@ -29,6 +35,9 @@ class StoreStats:
         dispatched_messages: records the dispatcher put into queues and the index.
         topic_put_times: per topic, messages stored (on a slave: dispatched).
         topic_put_size: per topic, bytes stored (on a slave: dispatched).
+        put_size_counts: puts by average stored size per message, one count per
+            ``PUT_SIZE_BUCKETS`` bucket (``le``), +Inf last; not cumulative.
+        put_size_sum: sum of those average sizes.
     """
 
     put_message_times_total: int = 0
@@ -40,6 +49,8 @@ class StoreStats:
     dispatched_messages: int = 0
     topic_put_times: dict[str, int] = field(default_factory=dict)
     topic_put_size: dict[str, int] = field(default_factory=dict)
+    put_size_counts: list[int] = field(default_factory=lambda: [0] * (len(PUT_SIZE_BUCKETS) + 1))
+    put_size_sum: int = 0
 
     def count_put(self, topic: str, messages: int, size: int) -> None:
         """Record stored messages of one topic."""
@@ -49,6 +60,11 @@ class StoreStats:
         times[topic] = times.get(topic, 0) + messages
         sizes = self.topic_put_size
         sizes[topic] = sizes.get(topic, 0) + size
+        if messages > 0:
+            # Like RocketMQ 5: one observation per put, of wroteBytes / msgNum.
+            average = size // messages
+            self.put_size_counts[bisect_left(PUT_SIZE_BUCKETS, average)] += 1
+            self.put_size_sum += average
 
     def snapshot(self) -> dict[str, int]:
         """The scalar counters, for a sampler that computes rates."""
