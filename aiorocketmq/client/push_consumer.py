@@ -204,10 +204,17 @@ class PushConsumer:
         if not self._subscriptions:
             raise ClientStateError("subscribe to at least one topic before start")
         instance = await self._acquire()
+        try:
+            self._offsets = self._make_offset_store(instance)
+            await self._offsets.load()
+        except BaseException:  # e.g. an unreadable offsets file: leave nothing registered
+            await instance.unregister_consumer(self.group)
+            await self._release(instance)
+            if self._executor is not None:
+                await self._executor.shutdown()
+            raise
         self._instance = instance
         self._wrapper = PullAPIWrapper(instance, self.group, self.config.unit_mode)
-        self._offsets = self._make_offset_store(instance)
-        await self._offsets.load()
         self._rebalance = self._make_rebalance(instance, self._offsets)
         if self.model is MessageModel.CLUSTERING:
             self._rebalance.subscription_inner[retry_topic(self.group)] = build_subscription_data(
@@ -302,6 +309,7 @@ class PushConsumer:
             await self._release(instance)
             if self._sender is not None:
                 await self._sender.shutdown()
+                self._sender = None
             if self._executor is not None:
                 await self._executor.shutdown()
         log.info("push consumer stopped group=%s", self.group)
