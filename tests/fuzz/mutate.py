@@ -15,6 +15,7 @@ mutation loops; nightly runs raise it, e.g. ``AIOROCKETMQ_FUZZ_CASES=5000000``.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import struct
@@ -34,6 +35,20 @@ _INTERESTING = [
     struct.pack(">i", v)
     for v in (0, 1, -1, 4, 7, 8, 0x7F, 0x80, 0xFF, 0xFFFF, 0x7FFFFFFF, -(2**31), 2**24 - 1)
 ] + [b"\x00", b"\xff", b"\x7f", b"\x80", b'"', b"{", b"}", b"[", b"\\", b"\x01", b"\x02"]
+
+
+#: Header values a typed header or processor is most likely to mishandle.
+_ODD_VALUES: list[object] = [
+    "", "-1", "0", "1", "2147483648", "-9223372036854775809", "9" * 40, "true", "null",
+    "%RETRY%", "\x01\x02", "a" * 300, "TBW102", "SCHEDULE_TOPIC_XXXX", -1, 2**63, 1.5, True,
+    None, [], {"x": 1},
+]  # fmt: skip
+_FIELD_NAMES = [
+    "topic", "queueId", "queueOffset", "maxMsgNums", "sysFlag", "commitOffset", "batch",
+    "suspendTimeoutMillis", "subscription", "subVersion", "consumerGroup", "producerGroup",
+    "properties", "flag", "bornTimestamp", "reconsumeTimes", "a", "b", "e", "m", "offset",
+    "brokerName", "clientID", "unitMode", "compressed", "delayLevel", "originTopic",
+]  # fmt: skip
 
 
 def fuzz_cases(default: int = DEFAULT_CASES) -> int:
@@ -106,6 +121,75 @@ class Mutator:
             other = rng.choice(self._seeds)
             cut = rng.randrange(len(other) + 1)
             data[pos:] = other[cut:]
+
+
+class FrameMutator:
+    """Mutations of whole frames that keep the framing valid most of the time.
+
+    A third of the frames are raw byte mutations (the framing usually breaks and the
+    server must drop the stream); the others mutate only the header or only the
+    body and rewrite both length fields, so the frame reaches the header decoder,
+    the typed headers and the request processors.
+    """
+
+    def __init__(self, frames: Sequence[bytes], seed: int = 0) -> None:
+        self._frames = list(frames)
+        self._rng = random.Random(seed)
+        self._raw = Mutator(frames, seed)
+        headers, bodies = zip(*(_split_frame(f) for f in frames), strict=True)
+        self._headers = Mutator(headers, seed + 1)
+        self._bodies = Mutator([b for b in bodies if b] or [b"{}"], seed + 2)
+
+    def one(self, *, keep_framing: bool = False) -> bytes:
+        """One mutated frame.
+
+        ``keep_framing`` leaves out the raw and header byte mutations: the frame then
+        decodes and reaches a processor (body bytes or header values mutated).
+        """
+        kind = self._rng.randrange(2, 4) if keep_framing else self._rng.randrange(4)
+        if kind == 0:
+            return self._raw.one()
+        header, body = _split_frame(self._rng.choice(self._frames))
+        if kind == 1:
+            header = self._headers.one()
+        elif kind == 2:
+            body = self._bodies.one()
+        else:
+            header = self._header_values(header)
+        return join_frame(header, body)
+
+    def _header_values(self, header: bytes) -> bytes:
+        """Change a field of the JSON header: a code, flag, or extFields name or value."""
+        rng = self._rng
+        obj = json.loads(header)
+        ext: dict[str, object] = obj.setdefault("extFields", {})
+        kind = rng.randrange(5)
+        if kind == 0:
+            obj["code"] = rng.choice([rng.randrange(-5, 400), obj["code"] + rng.randrange(-3, 4)])
+        elif kind == 1:
+            # Valid at the frame level (the raw mutations cover the rest): the frame
+            # must still reach a processor.
+            name = rng.choice(["flag", "version", "opaque"])
+            obj[name] = rng.choice([0, 1, 2, 3, -1, 2**31 - 1, -(2**31), rng.randrange(2**31)])
+        elif kind == 2 and ext:
+            del ext[rng.choice(sorted(ext))]
+        elif kind == 3 and ext:
+            name = rng.choice(sorted(ext))
+            ext[name] = rng.choice([*_ODD_VALUES, self._headers.one().decode("utf-8", "replace")])
+        else:
+            ext[rng.choice(_FIELD_NAMES)] = rng.choice(_ODD_VALUES)
+        return json.dumps(obj).encode()
+
+
+def _split_frame(frame: bytes) -> tuple[bytes, bytes]:
+    header_len = int.from_bytes(frame[4:8], "big") & 0xFFFFFF
+    return frame[8 : 8 + header_len], frame[8 + header_len :]
+
+
+def join_frame(header: bytes, body: bytes, serialize_type: int = 0) -> bytes:
+    """A frame with consistent length fields around ``header`` and ``body``."""
+    info = (serialize_type << 24) | len(header)
+    return struct.pack(">ii", 4 + len(header) + len(body), info) + header + body
 
 
 @dataclass
