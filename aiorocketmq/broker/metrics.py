@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -45,6 +45,7 @@ from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.metrics_http import (
     RPC_LATENCY_BUCKETS_MS,
+    TEXT_CONTENT_TYPE,
     BucketHistogram,
     MetricsHttpServer,
     ObservedProcessorTable,
@@ -96,7 +97,7 @@ class BrokerMetrics:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(BrokerCollector(self))
         self._executor: BlockingExecutor | None = None
-        self._http = MetricsHttpServer(self.render, CONTENT_TYPE_LATEST, name="broker")
+        self._http = MetricsHttpServer(self.render, TEXT_CONTENT_TYPE, name="broker")
         self.port = 0
 
     # -- hook --------------------------------------------------------------------------

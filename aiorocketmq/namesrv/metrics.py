@@ -20,7 +20,7 @@ import logging
 from collections.abc import Iterator
 from typing import Final
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -29,6 +29,7 @@ from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.metrics_http import (
     RPC_LATENCY_BUCKETS_MS,
+    TEXT_CONTENT_TYPE,
     BucketHistogram,
     MetricsHttpServer,
     ObservedProcessorTable,
@@ -68,7 +69,7 @@ class NamesrvMetrics:
         self.route_not_found = 0
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(NamesrvCollector(self))
-        self._http = MetricsHttpServer(self.render, CONTENT_TYPE_LATEST, name="namesrv")
+        self._http = MetricsHttpServer(self.render, TEXT_CONTENT_TYPE, name="namesrv")
         self.port = 0
 
     def observe(self, request: RemotingCommand, reply: RemotingCommand | None, secs: float) -> None:

@@ -33,6 +33,7 @@ from aiorocketmq.remoting.connection import (
 
 __all__ = [
     "RPC_LATENCY_BUCKETS_MS",
+    "TEXT_CONTENT_TYPE",
     "BucketHistogram",
     "MetricsHttpServer",
     "ObservedProcessorTable",
@@ -44,6 +45,10 @@ log = logging.getLogger(__name__)
 
 #: RocketMQ 5's ``rocketmq_rpc_latency`` buckets (RemotingMetricsManager), in ms.
 RPC_LATENCY_BUCKETS_MS: Final = (1.0, 3.0, 5.0, 7.0, 10.0, 100.0, 1000.0, 2000.0, 3000.0)
+
+#: Prometheus text format 0.0.4 (what ``generate_latest`` writes for our plain
+#: names), which every Prometheus 2.x and 3.x server reads.
+TEXT_CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
 RequestObserver = Callable[[RemotingCommand, RemotingCommand | None, float], None]
 """``(request, reply or None, seconds)``: called once per handled request, on the loop."""
