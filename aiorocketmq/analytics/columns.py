@@ -1,0 +1,253 @@
+"""Arrow columns of CommitLog records: vectorized for the common layout, exact for the rest.
+
+Owns: the record table's Arrow schema (``record_schema``, the same columns as the Spark
+schema in ``datasource``), ``decode_fast`` (numpy gathers of the fixed fields of
+v1 records with IPv4 hosts, from record positions found by a header walk, plus
+pyarrow compute for the properties map, tags, keys and uniqKey) and ``decode_exact``
+(the codec's ``RecordView`` for v2 records and IPv6 hosts, field by field).
+
+Must not: do I/O (callers pass a buffer), judge where the data ends (``scan`` does), or
+diverge from ``aiorocketmq.common``'s codec: ``decode_exact`` is the reference the
+tests hold ``decode_fast`` to.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+from aiorocketmq.common.message_codec import ReadableBuffer, RecordView
+from aiorocketmq.common.msg_id import unpack_ip
+from aiorocketmq.common.properties import MessageConst, string_to_properties
+
+__all__ = ["FIXED_V4_SIZE", "decode_exact", "decode_fast", "record_schema"]
+
+FIXED_V4_SIZE: Final = 88
+"""Bytes before the body of a v1 record with IPv4 hosts (TOTALSIZE .. BODY length)."""
+
+IntArray = npt.NDArray[np.int64]
+
+_FIELDS: Final = {  # name -> (offset, width) in the IPv4 fixed part
+    "totalSize": (0, 4), "bodyCrc": (8, 4), "queueId": (12, 4), "flag": (16, 4),
+    "queueOffset": (20, 8), "physicalOffset": (28, 8), "sysFlag": (36, 4),
+    "bornTimestamp": (40, 8), "bornIp": (48, 4), "bornPort": (52, 4),
+    "storeTimestamp": (56, 8), "storeIp": (64, 4), "storePort": (68, 4),
+    "reconsumeTimes": (72, 4), "bodySize": (84, 4),
+}  # fmt: skip
+
+
+def record_schema(include_body: bool) -> pa.Schema:
+    """The Arrow schema of the record table (``body`` only when asked)."""
+    fields = [
+        ("broker", pa.string()), ("topic", pa.string()), ("queueId", pa.int32()),
+        ("queueOffset", pa.int64()), ("physicalOffset", pa.int64()), ("sysFlag", pa.int32()),
+        ("flag", pa.int32()), ("bornTimestamp", pa.int64()), ("bornHost", pa.string()),
+        ("storeTimestamp", pa.int64()), ("storeHost", pa.string()),
+        ("reconsumeTimes", pa.int32()), ("bodySize", pa.int32()), ("bodyCrcOk", pa.bool_()),
+        ("tags", pa.string()), ("keys", pa.list_(pa.string())), ("uniqKey", pa.string()),
+        ("properties", pa.map_(pa.string(), pa.string())),
+    ]  # fmt: skip
+    if include_body:
+        fields.append(("body", pa.binary()))
+    return pa.schema(fields)
+
+
+def _gather(u8: npt.NDArray[np.uint8], positions: IntArray, width: int) -> npt.NDArray[np.uint8]:
+    # One fancy-index copy of ``width`` bytes at every position: an (n, width) block.
+    block: npt.NDArray[np.uint8] = u8[positions[:, None] + np.arange(width, dtype=np.int64)]
+    return block
+
+
+def _field(head: npt.NDArray[np.uint8], name: str) -> IntArray:
+    off, width = _FIELDS[name]
+    raw = np.ascontiguousarray(head[:, off : off + width])
+    dtype = ">u4" if name.endswith("Ip") else f">i{width}"
+    return raw.view(dtype).ravel().astype(np.int64)
+
+
+def _hosts(ips: IntArray, ports: IntArray) -> pa.Array:
+    # Few distinct hosts: format each once, then take by index.
+    # A port is a non-negative int32 (0-65535 when written by the codec).
+    keys = (ips << 32) | (ports & 0xFFFFFFFF)
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    texts = [f"{unpack_ip((k >> 32).to_bytes(4, 'big'))}:{k & 0xFFFFFFFF}" for k in uniq.tolist()]
+    return pa.array(texts, pa.string()).take(pa.array(inverse.ravel()))
+
+
+def _slices(buf: ReadableBuffer, starts: IntArray, lengths: IntArray) -> pa.Array:
+    view = memoryview(buf)
+    try:
+        items = [
+            view[a : a + n].tobytes()
+            for a, n in zip(starts.tolist(), lengths.tolist(), strict=True)
+        ]
+    finally:
+        view.release()
+    return pa.array(items, pa.binary())
+
+
+def _utf8(binary: pa.Array) -> pa.Array:
+    try:
+        return binary.cast(pa.string())
+    except pa.ArrowInvalid:  # the codec decodes any bytes; keep them, marked as replaced
+        texts = [None if b is None else b.decode("utf-8", "replace") for b in binary.to_pylist()]
+        return pa.array(texts, pa.string())
+
+
+def _drop_empty_lists(lists: pa.ListArray, keep: npt.NDArray[np.bool_], n: int) -> pa.ListArray:
+    # Rebuild a list array keeping only the flattened values where ``keep`` holds.
+    parents = np.asarray(pc.list_parent_indices(lists))
+    counts = np.bincount(parents[keep], minlength=n)
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), lists.flatten().filter(pa.array(keep)))
+
+
+def properties_columns(props: pa.Array) -> dict[str, pa.Array]:
+    """Map, tags, keys and uniqKey from properties strings (``string_to_properties`` rules).
+
+    A pair counts when it has a non-empty name before its first ``\\x01`` and a
+    non-empty value after it; lookups take the last duplicate, as Java's HashMap.
+    """
+    n = len(props)
+    pairs = pc.split_pattern(props, "\x02")
+    parents = np.asarray(pc.list_parent_indices(pairs))
+    kv = pc.split_pattern(pairs.flatten(), "\x01", max_splits=1)
+    two = np.asarray(pc.fill_null(pc.equal(pc.list_value_length(kv), 2), False))
+    kv = kv.filter(pa.array(two))
+    names, values = pc.list_element(kv, 0), pc.list_element(kv, 1)
+    good = np.asarray(pc.and_(pc.greater(pc.utf8_length(names), 0),
+                              pc.greater(pc.utf8_length(values), 0)))  # fmt: skip
+    names, values = names.filter(pa.array(good)), values.filter(pa.array(good))
+    counts = np.bincount(parents[two][good], minlength=n)
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+    mapping = pa.MapArray.from_arrays(pa.array(offsets), names, values)
+    keys_raw = pc.map_lookup(mapping, MessageConst.PROPERTY_KEYS, "last")
+    keys = pc.split_pattern(keys_raw, MessageConst.KEY_SEPARATOR)
+    nonempty = np.asarray(pc.fill_null(pc.greater(pc.utf8_length(keys.flatten()), 0), False))
+    keys = _drop_empty_lists(keys, nonempty, n)
+    # A message without KEYS has an empty key list, never null.
+    return {
+        "tags": pc.map_lookup(mapping, MessageConst.PROPERTY_TAGS, "last"),
+        "keys": keys,
+        "uniqKey": pc.map_lookup(
+            mapping, MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "last"
+        ),
+        "properties": mapping,
+    }
+
+
+def _crc_ok(buf: ReadableBuffer, starts: IntArray, sizes: IntArray, stored: IntArray) -> pa.Array:
+    view = memoryview(buf)
+    try:
+        ok = [
+            n == 0 or (zlib.crc32(view[a : a + n]) & 0x7FFFFFFF) == crc
+            for a, n, crc in zip(starts.tolist(), sizes.tolist(), stored.tolist(), strict=True)
+        ]
+    finally:
+        view.release()
+    return pa.array(ok, pa.bool_())
+
+
+def fast_layout(
+    u8: npt.NDArray[np.uint8], positions: IntArray
+) -> tuple[npt.NDArray[np.uint8], IntArray, IntArray, IntArray, npt.NDArray[np.bool_]]:
+    """Gather the fixed parts and check each record's lengths add up to TOTALSIZE.
+
+    Returns:
+        The (n, 88) fixed parts, topic lengths, properties lengths and properties
+        starts, and a mask of records whose layout is sound (all True when intact).
+    """
+    head = _gather(u8, positions, FIXED_V4_SIZE)
+    total, body = _field(head, "totalSize"), _field(head, "bodySize")
+    tl_pos = positions + FIXED_V4_SIZE + body
+    limit = len(u8) - 3
+    inside = (body >= 0) & (tl_pos <= limit)
+    topic_len = u8[np.where(inside, tl_pos, 0)].astype(np.int64)
+    pl_pos = tl_pos + 1 + topic_len
+    inside &= (topic_len <= 127) & (pl_pos + 2 <= len(u8))
+    safe = np.where(inside, pl_pos, 0)
+    props_len = (u8[safe].astype(np.int64) << 8) | u8[safe + 1]
+    ok = inside & (props_len <= 32767) & (FIXED_V4_SIZE + body + 3 + topic_len + props_len == total)
+    return head, topic_len, props_len, pl_pos + 2, ok
+
+
+def decode_fast(
+    buf: ReadableBuffer,
+    u8: npt.NDArray[np.uint8],
+    positions: IntArray,
+    layout: tuple[npt.NDArray[np.uint8], IntArray, IntArray, IntArray],
+    *,
+    broker: str,
+    include_body: bool,
+    check_crc: bool,
+) -> pa.RecordBatch:
+    """Decode v1 IPv4 records at ``positions`` whose layout ``fast_layout`` found sound.
+
+    Args:
+        buf: the buffer ``u8`` views (slices are taken from it).
+        u8: the buffer as a numpy uint8 array.
+        positions: record starts, in order.
+        layout: ``fast_layout``'s first four results for exactly these positions.
+        broker: value of the ``broker`` column.
+        include_body: add the ``body`` column.
+        check_crc: compute ``bodyCrcOk`` (else null).
+    """
+    head, topic_len, props_len, props_pos = layout
+    n = len(positions)
+    body_size = _field(head, "bodySize")
+    body_pos = positions + FIXED_V4_SIZE
+    cols: dict[str, Any] = {
+        "broker": pa.array([broker], pa.string()).take(pa.array(np.zeros(n, np.int64)))
+    }
+    cols["topic"] = _utf8(_slices(buf, body_pos + body_size + 1, topic_len))
+    for name in ("queueId", "sysFlag", "flag", "reconsumeTimes", "bodySize"):
+        cols[name] = pa.array(_field(head, name).astype(np.int32))
+    for name in ("queueOffset", "physicalOffset", "bornTimestamp", "storeTimestamp"):
+        cols[name] = pa.array(_field(head, name))
+    cols["bornHost"] = _hosts(_field(head, "bornIp"), _field(head, "bornPort"))
+    cols["storeHost"] = _hosts(_field(head, "storeIp"), _field(head, "storePort"))
+    cols["bodyCrcOk"] = (
+        _crc_ok(buf, body_pos, body_size, _field(head, "bodyCrc"))
+        if check_crc
+        else pa.nulls(n, pa.bool_())
+    )
+    cols.update(properties_columns(_utf8(_slices(buf, props_pos, props_len))))
+    if include_body:
+        cols["body"] = _slices(buf, body_pos, body_size)
+    schema = record_schema(include_body)
+    return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
+
+
+def decode_exact(
+    views: Sequence[RecordView], *, broker: str, include_body: bool, check_crc: bool
+) -> pa.RecordBatch:
+    """Decode records through the codec's views (any layout, any magic)."""
+    rows: dict[str, list[Any]] = {f.name: [] for f in record_schema(include_body)}
+    for v in views:
+        props = string_to_properties(v.properties_raw)
+        born, store = v.born_host, v.store_host
+        values: dict[str, Any] = {
+            "broker": broker, "topic": v.topic, "queueId": v.queue_id,
+            "queueOffset": v.queue_offset, "physicalOffset": v.physical_offset,
+            "sysFlag": v.sys_flag, "flag": v.flag, "bornTimestamp": v.born_timestamp,
+            "bornHost": f"{born[0]}:{born[1]}", "storeTimestamp": v.store_timestamp,
+            "storeHost": f"{store[0]}:{store[1]}", "reconsumeTimes": v.reconsume_times,
+            "bodySize": v.body_len, "tags": v.tags, "keys": v.keys, "uniqKey": v.uniq_key,
+            "properties": list(props.items()),
+            "bodyCrcOk": (v.body_len == 0 or zlib.crc32(v.body_view) & 0x7FFFFFFF == v.body_crc)
+            if check_crc else None,
+        }  # fmt: skip
+        if include_body:
+            values["body"] = v.body
+        for name, column in rows.items():
+            column.append(values[name])
+    schema = record_schema(include_body)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(rows[f.name], f.type) for f in schema], schema=schema
+    )
