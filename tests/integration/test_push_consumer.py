@@ -27,7 +27,10 @@ from aiorocketmq.client import (
     PushConsumer,
     PushConsumerConfig,
 )
-from tests.support.cluster import start_broker, start_namesrv
+from aiorocketmq.common.protocol_bodies import ConsumerConnection, ConsumeType
+from aiorocketmq.remoting.codes import RequestCode
+from aiorocketmq.remoting.command import RemotingCommand
+from tests.support.cluster import broker_request, start_broker, start_namesrv
 from tests.support.procs import ManagedProcess
 from tests.support.wait import wait_until
 
@@ -122,7 +125,7 @@ async def test_three_consumers_join_and_leave_each_queue_one_owner(
     start_process: StartProcess, tmp_path: Path
 ) -> None:
     _, namesrv = await start_namesrv(start_process, tmp_path)
-    await start_broker(start_process, tmp_path, namesrv, "broker-a", defaultTopicQueueNums=8)
+    a = await start_broker(start_process, tmp_path, namesrv, "broker-a", defaultTopicQueueNums=8)
     await start_broker(start_process, tmp_path, namesrv, "broker-b", defaultTopicQueueNums=8)
     topic, seen, who = "PushGroup", Counter[str](), dict[str, list[tuple[str, str]]]()
     first = [f"a{i}" for i in range(3_000)]
@@ -161,6 +164,20 @@ async def test_three_consumers_join_and_leave_each_queue_one_owner(
             describe=lambda: owners(consumers, topic),
         )
         await wait_until(lambda: all_keys <= set(seen), timeout=40, what="every key consumed")
+        # The broker knows the group from our heartbeats: both clients, each with the
+        # topic and the group's retry topic, consumed passively.
+        reply = await broker_request(
+            a.addr,
+            RemotingCommand.request(
+                RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "CG-group"}
+            ),
+        )
+        info = ConsumerConnection.decode(reply.body)
+        assert {c.client_id for c in info.connections} == {
+            consumers[n].instance.client_id for n in ("c2", "c3")
+        }
+        assert set(info.subscriptions) == {topic, "%RETRY%CG-group"}
+        assert info.consume_type is ConsumeType.CONSUME_PASSIVELY
         table = owners(consumers, topic)
         per_consumer = Counter(v[0] for v in table.values())
         # Averagely: 16 queues over two consumers, 8 each.

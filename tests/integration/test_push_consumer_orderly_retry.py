@@ -37,6 +37,7 @@ from aiorocketmq.client import (
     PushConsumerConfig,
     select_by_hash,
 )
+from aiorocketmq.common.protocol_bodies import LockBatchRequestBody
 from tests.support.cluster import start_broker, start_namesrv
 from tests.support.procs import ManagedProcess
 from tests.support.wait import wait_until
@@ -158,6 +159,11 @@ async def test_orderly_keeps_per_key_order_and_one_consumer_per_queue(
         finally:
             for consumer in consumers:
                 await consumer.shutdown()
+    locked_after, committed, ends = await after_shutdown(namesrv, "CG-order", topic)
+    # Shutdown released the locks (another client gets them at once) and persisted
+    # every queue's offset at its end.
+    assert locked_after == 4
+    assert committed == ends
     # Both consumers held broker locks of their own, disjoint halves of the 4 queues.
     assert len(owned[0]) == len(owned[1]) == 2 and not owned[0] & owned[1]
     assert not overlapping(intervals)
@@ -181,6 +187,20 @@ async def dlq_keys(namesrv: str, group: str) -> list[str]:
     if result.status is not PullStatus.FOUND:
         return []
     return [m.keys[0] for m in result.msg_found_list]
+
+
+async def after_shutdown(namesrv: str, group: str, topic: str) -> tuple[int, list[int], list[int]]:
+    """(queues another client can lock now, committed offsets, queue ends) of ``topic``."""
+    async with PullConsumer(group, client_config=client(namesrv, "checker")) as checker:
+        mqs = await checker.fetch_subscribe_message_queues(topic)
+        await checker.instance.update_topic_route(topic)
+        address = checker.instance.find_broker_address_in_publish("broker-a")
+        assert address is not None
+        body = LockBatchRequestBody(group, "someone-else", mqs)
+        locked = await checker.instance.api.lock_batch_mq(address, body, 3_000)
+        committed = [await checker.fetch_consume_offset(mq, from_store=True) for mq in mqs]
+        ends = [await checker.max_offset(mq) for mq in mqs]
+    return len(locked), committed, ends
 
 
 class FlakyListener:
