@@ -43,6 +43,7 @@ from prometheus_client.registry import Collector
 from aiorocketmq.common.constants import RETRY_GROUP_TOPIC_PREFIX
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
+from aiorocketmq.remoting.connection import ProcessorTable
 from aiorocketmq.remoting.metrics_http import (
     RPC_LATENCY_BUCKETS_MS,
     TEXT_CONTENT_TYPE,
@@ -79,7 +80,8 @@ class BrokerMetrics:
         ha: The HA service (replication lag).
 
     Attributes:
-        table: The processor table to register the broker's processors in.
+        table: The processor table to register the broker's processors in (timed
+            only when metrics are on).
         port: The bound metrics port once started (0 when off).
     """
 
@@ -87,7 +89,12 @@ class BrokerMetrics:
         self._settings = settings
         self._ctx = ctx
         self._ha = ha
-        self.table = ObservedProcessorTable(self.observe)
+        # Off (metricsPort 0): a plain table, so requests pay nothing for metrics.
+        self.table: ProcessorTable = (
+            ObservedProcessorTable(self.observe)
+            if settings.broker.metrics_port
+            else ProcessorTable()
+        )
         self.rpc = BucketHistogram(RPC_LATENCY_BUCKETS_MS)
         self.out_messages: dict[tuple[str, str], int] = {}
         self.out_bytes: dict[tuple[str, str], int] = {}
@@ -162,7 +169,7 @@ def _count_records(reply: RemotingCommand) -> tuple[int, int]:
     for part in parts:
         offset, end = 0, part.nbytes
         while offset < end:
-            (size,) = unpack(part, offset)
+            size = unpack(part, offset)[0]
             if size <= 0:
                 raise ValueError("bad record size")
             offset += size

@@ -27,6 +27,7 @@ from prometheus_client.registry import Collector
 from aiorocketmq.namesrv.route_info import RouteInfoManager
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
+from aiorocketmq.remoting.connection import ProcessorTable
 from aiorocketmq.remoting.metrics_http import (
     RPC_LATENCY_BUCKETS_MS,
     TEXT_CONTENT_TYPE,
@@ -55,7 +56,8 @@ class NamesrvMetrics:
         host: Address to bind.
 
     Attributes:
-        table: The processor table to register the name server's processors in.
+        table: The processor table to register the name server's processors in
+            (timed only when metrics are on).
         port: The bound metrics port once started (0 when off).
     """
 
@@ -63,7 +65,10 @@ class NamesrvMetrics:
         self._route_info = route_info
         self._metrics_port = metrics_port
         self._host = host
-        self.table = ObservedProcessorTable(self.observe)
+        # Off (metricsPort 0): a plain table, so requests pay nothing for metrics.
+        self.table: ProcessorTable = (
+            ObservedProcessorTable(self.observe) if metrics_port else ProcessorTable()
+        )
         self.rpc = BucketHistogram(RPC_LATENCY_BUCKETS_MS)
         self.route_found = 0
         self.route_not_found = 0

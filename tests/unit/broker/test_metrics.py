@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
@@ -23,7 +24,12 @@ from aiorocketmq.namesrv.server import NamesrvController
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
-from aiorocketmq.remoting.metrics_http import BucketHistogram, histogram_family
+from aiorocketmq.remoting.connection import ProcessorTable
+from aiorocketmq.remoting.metrics_http import (
+    BucketHistogram,
+    ObservedProcessorTable,
+    histogram_family,
+)
 from tests.support.cluster import in_process_broker
 from tests.unit.broker.broker_support import pull_request
 from tests.unit.broker.processor_support import send_request
@@ -173,6 +179,9 @@ async def test_metrics_server_answers_other_paths_with_404(tmp_path: Path) -> No
 async def test_metrics_port_zero_serves_nothing(tmp_path: Path) -> None:
     async with in_process_broker(tmp_path, metricsPort=0) as broker:
         assert broker.metrics.port == 0
+        # Off means off: requests are not even timed.
+        assert type(broker.table) is ProcessorTable
+        assert type(broker.server._processors) is ProcessorTable
 
 
 async def test_namesrv_metrics_count_route_requests_and_brokers(tmp_path: Path) -> None:
@@ -209,3 +218,34 @@ async def test_namesrv_metrics_count_route_requests_and_brokers(tmp_path: Path) 
         assert value(after, "rocketmq_rpc_latency_count", request_code=registers) >= 1
     finally:
         await namesrv.shutdown()
+
+
+async def test_observed_table_reports_inline_awaited_and_raising_handlers() -> None:
+    seen: list[tuple[int, int | None]] = []
+    table = ObservedProcessorTable(
+        lambda req, reply, secs: seen.append((req.code, None if reply is None else reply.code))
+    )
+    request = RemotingCommand.request(RequestCode.SEND_MESSAGE, {})
+
+    async def later(_conn: object, req: RemotingCommand) -> RemotingCommand:
+        return req.response_to(ResponseCode.SYSTEM_BUSY, "busy")
+
+    def boom(_conn: object, _req: RemotingCommand) -> RemotingCommand:
+        raise RuntimeError("boom")
+
+    table.register(1, lambda _conn, req: req.response_to(ResponseCode.SUCCESS, None))
+    table.register(2, later)
+    table.set_default(boom)
+    request.code = 1
+    table.get(1)(None, request)  # type: ignore[misc, arg-type]
+    request.code = 2
+    reply = await table.get(2)(None, request)  # type: ignore[misc, arg-type]
+    assert reply is not None and reply.code == ResponseCode.SYSTEM_BUSY
+    request.code = 99
+    with pytest.raises(RuntimeError):
+        table.get(99)(None, request)  # type: ignore[misc, arg-type]
+    assert seen == [
+        (1, ResponseCode.SUCCESS),
+        (2, ResponseCode.SYSTEM_BUSY),
+        (99, None),
+    ]
