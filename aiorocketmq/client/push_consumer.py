@@ -342,7 +342,9 @@ class PushConsumer:
         """Yield consumed messages (consumers without a listener), until shutdown.
 
         A message counts as consumed when the loop asks for the next one; if the
-        loop body raises or breaks, that message is sent back and consumed again.
+        loop body raises or breaks, that message is sent back and consumed again
+        once the generator is closed: use ``contextlib.aclosing(consumer.messages())``
+        to close it when the loop exits rather than when it is garbage-collected.
 
         Raises:
             ClientStateError: not started, or a listener is registered.

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -254,10 +255,13 @@ async def test_messages_loop_that_raises_gets_the_message_again_and_ends_at_shut
 
     async with consumer:
         with pytest.raises(RuntimeError, match="boom"):
-            async for msg in consumer.messages():
-                if msg.keys[0] == "m1":
-                    raise RuntimeError("boom")
-                seen.append((msg.keys[0], msg.reconsume_times))
+            # aclosing: the failed message is sent back when the loop exits, not
+            # whenever the garbage collector finalizes the generator.
+            async with contextlib.aclosing(consumer.messages()) as messages:
+                async for msg in messages:
+                    if msg.keys[0] == "m1":
+                        raise RuntimeError("boom")
+                    seen.append((msg.keys[0], msg.reconsume_times))
         loop_task = asyncio.create_task(second_loop())
         await wait_until(
             lambda: {("m0", 0), ("m2", 0), ("m1", 1)} <= set(seen),
