@@ -135,7 +135,7 @@ class BrokerMetrics:
         try:
             await self._http.start(self._settings.remoting.listen_host, port)
         except OSError as exc:
-            log.error("broker metrics not served: port %d: %s", port, exc)
+            log.warning("broker metrics not served: port %d: %s", port, exc)
             return
         self.port = self._http.port
 

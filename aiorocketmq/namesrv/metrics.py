@@ -94,7 +94,7 @@ class NamesrvMetrics:
         try:
             await self._http.start(self._host, self._metrics_port)
         except OSError as exc:
-            log.error("name server metrics not served: port %d: %s", self._metrics_port, exc)
+            log.warning("name server metrics not served: port %d: %s", self._metrics_port, exc)
             return
         self.port = self._http.port
 
