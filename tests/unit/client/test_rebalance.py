@@ -14,7 +14,11 @@ from aiorocketmq.client.producer import Producer
 from aiorocketmq.client.pull_consumer import PullConsumer
 from aiorocketmq.client.rebalance import RebalanceImpl, compute_pull_from_where, diff_queues
 from aiorocketmq.common.message import Message, MessageQueue
-from aiorocketmq.common.protocol_bodies import ConsumeFromWhere, MessageModel
+from aiorocketmq.common.protocol_bodies import (
+    ConsumeFromWhere,
+    LockBatchRequestBody,
+    MessageModel,
+)
 from aiorocketmq.namesrv.server import NamesrvController
 from aiorocketmq.runtime import BlockingExecutor
 from tests.support.wait import wait_until
@@ -147,3 +151,35 @@ async def test_update_process_queue_table_drops_persists_and_adds(
         # Nothing changed: nothing done.
         assert await rb.update_process_queue_table("TopicB", set(mqs("TopicB", 0, 2))) is False
         assert len(host.dispatched) == 3
+
+
+async def test_orderly_queue_is_added_only_once_its_broker_lock_is_ours(
+    namesrv: NamesrvController, start_broker: StartBroker
+) -> None:
+    broker = await start_broker("broker-a")
+    await _produce(namesrv.address, "TopicC", 2)
+    async with PullConsumer("CG-admin", client_config=_client(namesrv.address, "a")) as admin:
+        host = Host(admin)
+        rb = RebalanceImpl(
+            admin.instance,
+            "CG-lock",
+            MessageModel.CLUSTERING,
+            strategy=allocate_averagely,
+            store=RemoteBrokerOffsetStore(admin.instance, "CG-lock"),
+            host=host,
+            orderly=True,
+        )
+        await admin.instance.update_topic_route("TopicC")
+        q0 = mqs("TopicC", 0)[0]
+        other = LockBatchRequestBody("CG-lock", "another-client", [q0])
+        assert await admin.instance.api.lock_batch_mq(broker.address, other, 3_000) == {q0}
+        # Another client holds the lock: the queue is not taken, and a retry is due soon.
+        assert await rb.update_process_queue_table("TopicC", {q0}) is False
+        assert rb.retry_soon and host.dispatched == [] and q0 not in rb.process_queue_table
+        await admin.instance.api.unlock_batch_mq(broker.address, other, 3_000)
+        assert await rb.update_process_queue_table("TopicC", {q0}) is True
+        assert [mq for mq, _ in host.dispatched] == [q0]
+        assert rb.process_queue_table[q0].locked
+        # Dropping it releases the lock: the other client can take it at once.
+        assert await rb.update_process_queue_table("TopicC", set()) is True
+        assert await admin.instance.api.lock_batch_mq(broker.address, other, 3_000) == {q0}
