@@ -25,6 +25,7 @@ from tests.support.cluster import (
     commitlog_max_offset,
     create_topic,
     start_broker,
+    wait_replicated,
 )
 from tests.support.procs import ManagedProcess
 from tests.support.wait import wait_until
@@ -173,3 +174,37 @@ async def test_counters_move_by_what_was_produced_and_consumed(
         for result in ("found", "not_found")
     }
     assert routes == {"found": 1, "not_found": 1}
+
+
+async def test_replication_lag_and_slave_counters(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    namesrv, _ns_port = await start_namesrv_with_metrics(start_process, tmp_path)
+    master = await start_broker(start_process, tmp_path, namesrv, metricsPort=-1)
+    slave = await start_broker(
+        start_process, tmp_path / "s", namesrv, brokerId=1, brokerRole="SLAVE", metricsPort=-1
+    )
+    master_port = await metrics_port(master.proc, "broker")
+    slave_port = await metrics_port(slave.proc, "broker")
+    await create_topic(master.addr, TOPIC)
+    client = RemotingClient()
+    try:
+        for _ in range(SENT):
+            reply = await client.invoke(master.addr, send_request(BODY, topic=TOPIC), 5000)
+            assert reply.code == ResponseCode.SUCCESS, reply.remark
+    finally:
+        await client.close()
+    end = await wait_replicated(master.addr, slave.addr)
+    lag_name = "rocketmq_replication_lag_bytes"
+
+    async def acked(port: int) -> bool:
+        lags = [v for (n, _ls), v in (await scrape(port)).items() if n == lag_name]
+        return lags == [0.0]  # exactly one peer, fully caught up
+
+    await wait_until(lambda: acked(master_port), timeout=15, what="master sees the slave's ack")
+    await wait_until(lambda: acked(slave_port), timeout=15, what="slave caught up")
+    on_slave = await scrape(slave_port)
+    # A slave counts what it dispatched: every replicated message, under its own node id.
+    slave_node = {"node_type": "broker", "node_id": "broker-a", "topic": TOPIC}
+    assert value(on_slave, "rocketmq_messages_in_total", **slave_node) == SENT
+    assert value(on_slave, "rocketmq_storage_size") == end
