@@ -9,7 +9,7 @@ garbage, zeroed ranges, truncation) and reopens it. ``load`` + ``start`` must
 succeed or raise a ``StoreError``, within ``REOPEN_S`` (no hang); when it succeeds,
 every message before the first corrupted byte reads back with its exact body and
 an index query does not raise. ``AIOROCKETMQ_FUZZ_CASES`` scales the case count
-(``STORE_CASES`` at the default of 100,000).
+(``STORE_CASES``, 300, at the default of 100,000).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ pytestmark = [pytest.mark.fuzz, pytest.mark.timeout(300)]
 
 MESSAGES = 48
 QUEUES = 2
-STORE_CASES = 400
+STORE_CASES = 300
 REOPEN_S = 30.0
 
 
