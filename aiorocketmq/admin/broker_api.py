@@ -28,10 +28,8 @@ from aiorocketmq.common.admin_bodies import (
     SubscriptionGroupWrapper,
     TopicConfigSerializeWrapper,
     TopicStatsTable,
-    loads_object_keys,
 )
 from aiorocketmq.common.errors import RemoteProtocolError
-from aiorocketmq.common.message import MessageQueue
 from aiorocketmq.common.protocol_bodies import ConsumerConnection, ProducerConnection
 from aiorocketmq.common.route import KVTable
 from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
@@ -57,8 +55,6 @@ __all__ = [
     "BrokerAdminAPI",
     "GroupList",
     "QueryTopicConsumeByWhoRequestHeader",
-    "ResetOffsetBody",
-    "ResetOffsetRequestHeader",
 ]
 
 _T = TypeVar("_T")
@@ -101,46 +97,6 @@ class GroupList:
         """Parse a body. Raises ``RemoteProtocolError``."""
         d = fj.loads_object(data, "GroupList")
         return cls(fj.get_str_list(d.get("groupList") or [], "groupList"))
-
-
-@dataclass(slots=True, frozen=True)
-class ResetOffsetRequestHeader:
-    """INVOKE_BROKER_TO_RESET_OFFSET (222); ``timestamp`` -1 means each queue's max."""
-
-    topic: str
-    group: str
-    timestamp: int
-    is_force: bool = True
-
-    def to_ext_fields(self) -> dict[str, str]:
-        """The extFields strings (Java's field names)."""
-        return to_ext_fields(
-            topic=self.topic, group=self.group, timestamp=self.timestamp, isForce=self.is_force
-        )
-
-
-@dataclass(slots=True)
-class ResetOffsetBody:
-    """INVOKE_BROKER_TO_RESET_OFFSET's reply: ``{"offsetTable":{MessageQueue: offset}}``."""
-
-    offset_table: dict[MessageQueue, int] = field(default_factory=dict)
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview | str) -> ResetOffsetBody:
-        """Parse fastjson's text (queue objects as keys). Raises ``RemoteProtocolError``."""
-        d = fj.as_dict(loads_object_keys(data), "ResetOffsetBody")
-        table: dict[MessageQueue, int] = {}
-        for key, value in fj.as_dict(d.get("offsetTable") or {}, "offsetTable").items():
-            if isinstance(key, tuple):
-                mq = MessageQueue.from_json_dict(dict(key))
-            elif isinstance(key, str):
-                mq = MessageQueue.from_json_dict(fj.loads_object(key, "offsetTable key"))
-            else:
-                raise RemoteProtocolError(f"offsetTable: bad MessageQueue key {key!r}")
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise RemoteProtocolError(f"offsetTable: offset {value!r} is not a number")
-            table[mq] = value
-        return cls(table)
 
 
 class BrokerAdminAPI:

@@ -26,7 +26,6 @@ import logging
 from dataclasses import dataclass
 from typing import Final
 
-from aiorocketmq.admin.broker_api import ResetOffsetBody, ResetOffsetRequestHeader
 from aiorocketmq.admin.mq_admin import MQAdmin, MQAdminError, select_broker_addr
 from aiorocketmq.client.errors import (
     MQBrokerError,
@@ -37,6 +36,7 @@ from aiorocketmq.client.errors import (
 from aiorocketmq.client.mq_client_api import MQClientAPI
 from aiorocketmq.client.pull_wrapper import decode_messages, filter_by_tags
 from aiorocketmq.client.results import PullResult, PullStatus
+from aiorocketmq.common.admin_bodies import ResetOffsetBody
 from aiorocketmq.common.constants import MASTER_ID, is_readable
 from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.message import MessageExt, MessageQueue
@@ -45,6 +45,7 @@ from aiorocketmq.common.protocol_bodies import ConsumeType, build_subscription_d
 from aiorocketmq.common.route import TopicRouteData
 from aiorocketmq.remoting.broker_admin_headers import (
     QueryMessageRequestHeader,
+    ResetOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
 from aiorocketmq.remoting.broker_headers import (

@@ -46,6 +46,7 @@ __all__ = [
     "KVTable",
     "ObjectKey",
     "OffsetWrapper",
+    "ResetOffsetBody",
     "SubscriptionGroupWrapper",
     "TopicConfigSerializeWrapper",
     "TopicOffset",
@@ -484,3 +485,53 @@ class DelayOffsetSerializeWrapper:
         """Parse a body (bare or quoted levels). Raises ``RemoteProtocolError``."""
         d = fj.loads_object(data, "DelayOffsetSerializeWrapper")
         return cls(_int_keyed(d.get("offsetTable"), "offsetTable"))
+
+
+def _mq_key(mq: MessageQueue) -> str:
+    # fastjson writes a bean map key as the bean itself, fields sorted.
+    return (
+        f'{{"brokerName":{fj.dumps(mq.broker_name)},"queueId":{int(mq.queue_id)},'
+        f'"topic":{fj.dumps(mq.topic)}}}'
+    )
+
+
+@dataclass(slots=True)
+class ResetOffsetBody:
+    """``ResetOffsetBody``: ``{"offsetTable":{MessageQueue: offset}}``."""
+
+    offset_table: dict[MessageQueue, int]
+
+    def encode(self) -> bytes:
+        """fastjson's text (queue objects as keys)."""
+        rows = ",".join(f"{_mq_key(mq)}:{int(v)}" for mq, v in self.offset_table.items())
+        return f'{{"offsetTable":{{{rows}}}}}'.encode()
+
+    def encode_for_c(self) -> bytes:
+        """``ResetOffsetBodyForC``: a list of ``MessageQueueForC`` (the C++ client's)."""
+        items = [
+            {
+                "brokerName": mq.broker_name,
+                "offset": int(v),
+                "queueId": mq.queue_id,
+                "topic": mq.topic,
+            }
+            for mq, v in self.offset_table.items()
+        ]
+        return fj.dumps_bytes({"offsetTable": items})
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview | str) -> ResetOffsetBody:
+        """Parse fastjson's text. Raises ``RemoteProtocolError``."""
+        d = fj.as_dict(loads_object_keys(data), "ResetOffsetBody")
+        table: dict[MessageQueue, int] = {}
+        for key, value in fj.as_dict(d.get("offsetTable") or {}, "offsetTable").items():
+            if isinstance(key, tuple):
+                mq = MessageQueue.from_json_dict(dict(key))
+            elif isinstance(key, str):
+                mq = MessageQueue.from_json_dict(fj.loads_object(key, "offsetTable key"))
+            else:
+                raise RemoteProtocolError(f"offsetTable: bad MessageQueue key {key!r}")
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise RemoteProtocolError(f"offsetTable: offset {value!r} is not a number")
+            table[mq] = value
+        return cls(table)

@@ -38,6 +38,7 @@ __all__ = [
     "GetTopicStatsInfoRequestHeader",
     "QueryMessageRequestHeader",
     "QueryMessageResponseHeader",
+    "ResetOffsetRequestHeader",
     "ViewMessageRequestHeader",
 ]
 
@@ -319,3 +320,32 @@ class GetProducerConnectionListRequestHeader:
     def to_ext_fields(self) -> dict[str, str]:
         """The extFields strings."""
         return to_ext_fields(producerGroup=self.producer_group)
+
+
+@dataclass(slots=True, frozen=True)
+class ResetOffsetRequestHeader:
+    """INVOKE_BROKER_TO_RESET_OFFSET (222) and RESET_CONSUMER_CLIENT_OFFSET (220).
+
+    ``timestamp`` -1 means each queue's max offset (``skipAccumulated``).
+    """
+
+    topic: str
+    group: str
+    timestamp: int
+    is_force: bool = True
+
+    @classmethod
+    def from_ext_fields(cls, fields: Mapping[str, str]) -> ResetOffsetRequestHeader:
+        """Parse; raises ``HeaderFieldError`` (``isForce`` may be absent: false)."""
+        return cls(
+            ext_str(fields, "topic"),
+            ext_str(fields, "group"),
+            ext_long(fields, "timestamp"),
+            ext_bool(fields, "isForce", False),
+        )
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings (Java's field names)."""
+        return to_ext_fields(
+            topic=self.topic, group=self.group, timestamp=self.timestamp, isForce=self.is_force
+        )

@@ -19,11 +19,11 @@ import pytest
 
 from aiorocketmq.admin.message_admin import MessageAdmin
 from aiorocketmq.admin.mq_admin import MQAdmin, MQAdminError
-from aiorocketmq.broker.processors.reset_offset import ResetOffsetBody
 from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.mq_client_api import MQClientAPI
 from aiorocketmq.client.producer import Producer
 from aiorocketmq.client.results import SendResult
+from aiorocketmq.common.admin_bodies import ResetOffsetBody
 from aiorocketmq.common.message import Message
 from aiorocketmq.common.protocol_bodies import ConsumerData, HeartbeatData, build_subscription_data
 from aiorocketmq.remoting.broker_headers import UpdateConsumerOffsetRequestHeader

@@ -26,20 +26,19 @@ fails is logged and the others still go).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.common import fastjson as fj
-from aiorocketmq.common.admin_bodies import loads_object_keys
-from aiorocketmq.common.errors import RemoteProtocolError
+from aiorocketmq.common.admin_bodies import ResetOffsetBody
 from aiorocketmq.common.message import MessageQueue
+from aiorocketmq.remoting.broker_admin_headers import ResetOffsetRequestHeader
 from aiorocketmq.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RPC_ONEWAY, RemotingCommand
 from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection
 from aiorocketmq.remoting.errors import RemotingError
-from aiorocketmq.remoting.headers import ext_bool, ext_long, ext_str, to_ext_fields
+from aiorocketmq.remoting.headers import ext_str
 
 __all__ = [
     "MIN_RESET_CLIENT_VERSION",
@@ -59,85 +58,6 @@ MIN_RESET_CLIENT_VERSION: Final = 28
 """``MQVersion.Version.V3_0_7_SNAPSHOT.ordinal()``: older clients cannot be reset."""
 RESET_ONEWAY_TIMEOUT_S: Final = 5.0
 """Java's 5000 ms oneway timeout for RESET_CONSUMER_CLIENT_OFFSET."""
-
-
-@dataclass(slots=True, frozen=True)
-class ResetOffsetRequestHeader:
-    """INVOKE_BROKER_TO_RESET_OFFSET (222) and RESET_CONSUMER_CLIENT_OFFSET (220).
-
-    ``timestamp`` -1 means each queue's max offset (``skipAccumulated``).
-    """
-
-    topic: str
-    group: str
-    timestamp: int
-    is_force: bool = True
-
-    @classmethod
-    def from_ext_fields(cls, fields: Mapping[str, str]) -> ResetOffsetRequestHeader:
-        """Parse; raises ``HeaderFieldError`` (``isForce`` may be absent: false)."""
-        return cls(
-            ext_str(fields, "topic"),
-            ext_str(fields, "group"),
-            ext_long(fields, "timestamp"),
-            ext_bool(fields, "isForce", False),
-        )
-
-    def to_ext_fields(self) -> dict[str, str]:
-        """The extFields strings (Java's field names)."""
-        return to_ext_fields(
-            topic=self.topic, group=self.group, timestamp=self.timestamp, isForce=self.is_force
-        )
-
-
-def _mq_key(mq: MessageQueue) -> str:
-    # fastjson writes a bean map key as the bean itself, fields sorted.
-    return (
-        f'{{"brokerName":{fj.dumps(mq.broker_name)},"queueId":{int(mq.queue_id)},'
-        f'"topic":{fj.dumps(mq.topic)}}}'
-    )
-
-
-@dataclass(slots=True)
-class ResetOffsetBody:
-    """``ResetOffsetBody``: ``{"offsetTable":{MessageQueue: offset}}``."""
-
-    offset_table: dict[MessageQueue, int]
-
-    def encode(self) -> bytes:
-        """fastjson's text (queue objects as keys)."""
-        rows = ",".join(f"{_mq_key(mq)}:{int(v)}" for mq, v in self.offset_table.items())
-        return f'{{"offsetTable":{{{rows}}}}}'.encode()
-
-    def encode_for_c(self) -> bytes:
-        """``ResetOffsetBodyForC``: a list of ``MessageQueueForC`` (the C++ client's)."""
-        items = [
-            {
-                "brokerName": mq.broker_name,
-                "offset": int(v),
-                "queueId": mq.queue_id,
-                "topic": mq.topic,
-            }
-            for mq, v in self.offset_table.items()
-        ]
-        return fj.dumps_bytes({"offsetTable": items})
-
-    @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview | str) -> ResetOffsetBody:
-        """Parse fastjson's text. Raises ``RemoteProtocolError``."""
-        d = fj.as_dict(loads_object_keys(data), "ResetOffsetBody")
-        table: dict[MessageQueue, int] = {}
-        for key, value in fj.as_dict(d.get("offsetTable") or {}, "offsetTable").items():
-            if isinstance(key, tuple):
-                mq = MessageQueue.from_json_dict(dict(key))
-            elif isinstance(key, str):
-                mq = MessageQueue.from_json_dict(fj.loads_object(key, "offsetTable key"))
-            else:
-                raise RemoteProtocolError(f"offsetTable: bad MessageQueue key {key!r}")
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise RemoteProtocolError(f"offsetTable: offset {value!r} is not a number")
-            table[mq] = value
-        return cls(table)
 
 
 def reset_consumer_client_offset_request(

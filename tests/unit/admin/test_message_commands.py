@@ -17,12 +17,12 @@ from aiorocketmq.admin.message_admin import MessageAdmin
 from aiorocketmq.admin.message_commands import MESSAGE_COMMANDS
 from aiorocketmq.admin.mq_admin import MQAdmin, MQAdminError
 from aiorocketmq.broker.controller import BrokerController
-from aiorocketmq.broker.processors.reset_offset import ResetOffsetBody
 from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.errors import MQBrokerError
 from aiorocketmq.client.mq_client_api import MQClientAPI
 from aiorocketmq.client.producer import Producer
 from aiorocketmq.client.results import SendResult
+from aiorocketmq.common.admin_bodies import ResetOffsetBody
 from aiorocketmq.common.message import Message, MessageQueue
 from aiorocketmq.common.protocol_bodies import (
     ConsumerData,

@@ -10,12 +10,13 @@ import time
 import pytest
 
 from aiorocketmq.admin import message_render as mr
-from aiorocketmq.admin.broker_api import ResetOffsetBody, ResetOffsetRequestHeader
 from aiorocketmq.admin.message_admin import MessageTrack, RollbackStats, TrackType
 from aiorocketmq.admin.render import human_time_ms
 from aiorocketmq.broker.processors import reset_offset as broker_side
 from aiorocketmq.cli.admin import build_parser, main
+from aiorocketmq.common.admin_bodies import ResetOffsetBody
 from aiorocketmq.common.message import MessageExt, MessageQueue
+from aiorocketmq.remoting.broker_admin_headers import ResetOffsetRequestHeader
 
 
 def message() -> MessageExt:
