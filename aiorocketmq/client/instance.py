@@ -37,6 +37,7 @@ from aiorocketmq.client.publish_info import (
     route_to_publish_info,
     route_to_subscribe_info,
 )
+from aiorocketmq.common.admin_bodies import ResetOffsetBody
 from aiorocketmq.common.compression import decompress_body
 from aiorocketmq.common.constants import MASTER_ID
 from aiorocketmq.common.errors import ProtocolError
@@ -45,7 +46,10 @@ from aiorocketmq.common.message_codec import decode_record
 from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.common.protocol_bodies import ConsumerData, HeartbeatData, ProducerData
 from aiorocketmq.common.route import QueueData, TopicRouteData
-from aiorocketmq.remoting.broker_admin_headers import CheckTransactionStateRequestHeader
+from aiorocketmq.remoting.broker_admin_headers import (
+    CheckTransactionStateRequestHeader,
+    ResetOffsetRequestHeader,
+)
 from aiorocketmq.remoting.broker_headers import NotifyConsumerIdsChangedRequestHeader
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
@@ -139,6 +143,7 @@ class ClientInstance(Service):
         table = ProcessorTable()
         table.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
         table.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
+        table.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         self.remoting = RemotingClient(config.remoting, processors=table)
         self.namesrv = NamesrvAPI(
             config.namesrv_addr, self.remoting, timeout_ms=config.mq_client_api_timeout
@@ -465,6 +470,35 @@ class ClientInstance(Service):
             log.warning("check transaction state: no transactional producer group=%s", group)
         else:
             check(conn.remote_address, msg, header)
+        return None if request.is_oneway else request.response_to(ResponseCode.SUCCESS)
+
+    # -- offset resets -------------------------------------------------------------------
+
+    async def _on_reset_offset(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | None:
+        """RESET_CONSUMER_CLIENT_OFFSET (``mqadmin resetOffsetByTime`` through a broker):
+        the group's push consumer drops the topic's queues, takes the new offsets,
+        commits them and rebalances (Java's ``MQClientInstance.resetOffset``)."""
+        header = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        try:
+            table = ResetOffsetBody.decode(request.body).offset_table
+        except ProtocolError as exc:
+            log.warning("reset offset: bad body from %s: %s", conn.remote_address, exc)
+            return (
+                None
+                if request.is_oneway
+                else request.response_to(
+                    ResponseCode.SYSTEM_ERROR, f"decode reset offset body failed: {exc}"
+                )
+            )
+        reset = getattr(self.consumers.get(header.group), "reset_offset", None)
+        if reset is None:
+            log.warning("reset offset: no push consumer of group %s here", header.group)
+        else:
+            log.info("reset offset group=%s topic=%s queues=%d", header.group, header.topic,
+                     len(table))  # fmt: skip
+            await reset(header.topic, table)
         return None if request.is_oneway else request.response_to(ResponseCode.SUCCESS)
 
 
