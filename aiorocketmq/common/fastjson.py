@@ -189,8 +189,11 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
             raise RemoteProtocolError(f"not JSON: {first}") from None
         try:
             return json.loads(fixed)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:
             raise RemoteProtocolError(f"not JSON: {exc}") from None
+    except ValueError as exc:
+        # A number past Python's 4,300-digit int() limit: not a JSONDecodeError.
+        raise RemoteProtocolError(f"not JSON: {exc}") from None
 
 
 # -- lenient field readers: fastjson converts strings and numbers into a field's type --

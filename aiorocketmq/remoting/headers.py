@@ -49,7 +49,12 @@ def _parse_int(name: str, value: str, bounds: tuple[int, int], kind: str) -> int
     body = text[1:] if text[:1] in "+-" else text
     if not body.isascii() or not body.isdigit() or text != value:
         raise HeaderFieldError(f"the custom field <{name}> is not a valid {kind}: {value!r}")
-    number = int(text)
+    # Past 4,300 digits (leading zeros count) int() raises ValueError; Java takes any
+    # number of leading zeros, and no in-range value has 20 significant digits.
+    digits = body.lstrip("0") or "0"
+    if len(digits) > 19:
+        raise HeaderFieldError(f"the custom field <{name}> is out of {kind} range: {value!r}")
+    number = -int(digits) if text[:1] == "-" else int(digits)
     if not bounds[0] <= number <= bounds[1]:
         raise HeaderFieldError(f"the custom field <{name}> is out of {kind} range: {value!r}")
     return number

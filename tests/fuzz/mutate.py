@@ -2,8 +2,8 @@
 
 Owns: the captured client frames (``/work/shared/vectors``) as seeds, a cheap
 deterministic mutator (bit flips, byte sets, "interesting" integers, inserts,
-deletes, truncations, duplications, splices with another seed), and ``run_fuzz``,
-which feeds N mutated inputs to one decoder and collects every exception that is
+deletes, truncations, duplications, splices with another seed, digit runs), and
+``run_fuzz``, which feeds N mutated inputs to one decoder and collects every exception that is
 not one of the decoder's documented error types.
 
 Must not: hide a finding: ``run_fuzz`` returns every unexpected exception with the
@@ -40,8 +40,8 @@ _INTERESTING = [
 #: Header values a typed header or processor is most likely to mishandle.
 _ODD_VALUES: list[object] = [
     "", "-1", "0", "1", "2147483648", "-9223372036854775809", "9" * 40, "true", "null",
-    "%RETRY%", "\x01\x02", "a" * 300, "TBW102", "SCHEDULE_TOPIC_XXXX", -1, 2**63, 1.5, True,
-    None, [], {"x": 1},
+    "%RETRY%", "\x01\x02", "a" * 300, "9" * 4301, "DELAY\x01" + "9" * 4301, "TBW102",
+    "SCHEDULE_TOPIC_XXXX", -1, 2**63, 1.5, True, None, [], {"x": 1},
 ]  # fmt: skip
 _FIELD_NAMES = [
     "topic", "queueId", "queueOffset", "maxMsgNums", "sysFlag", "commitOffset", "batch",
@@ -99,7 +99,7 @@ class Mutator:
 
     def _mutate(self, data: bytearray, rng: random.Random) -> None:
         size = len(data)
-        kind = rng.randrange(8)
+        kind = rng.randrange(9)
         pos = rng.randrange(size + 1)
         if kind == 0 and size:
             data[pos % size] ^= 1 << rng.randrange(8)
@@ -117,10 +117,14 @@ class Mutator:
         elif kind == 6:
             value = rng.choice(_INTERESTING)
             data[pos : pos + len(value)] = value
-        else:
+        elif kind == 7:
             other = rng.choice(self._seeds)
             cut = rng.randrange(len(other) + 1)
             data[pos:] = other[cut:]
+        else:
+            # A run of digits: int32/int64 edges, and past Python's 4,300-digit
+            # int() limit, where int() raises ValueError instead of parsing.
+            data[pos:pos] = rng.choice([b"1", b"9"]) * rng.choice([10, 19, 20, 40, 4301])
 
 
 class FrameMutator:
