@@ -164,13 +164,16 @@ def _walk(mm: mmap.mmap, pos: int, end: int, max_rows: int) -> tuple[list[int], 
     """
     size = len(mm)
     positions: list[int] = []
-    unpack = _HEAD.unpack_from
-    v1, v2 = MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
-    while pos < end and len(positions) < max_rows and pos + 8 <= size:
-        total, magic = unpack(mm, pos)
-        if (magic != v1 and magic != v2) or total < MIN_RECORD_SIZE or pos + total > size:  # noqa: PLR1714
+    append, unpack = positions.append, _HEAD.unpack_from
+    v1, v2, smallest = MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, MIN_RECORD_SIZE
+    stop = min(end, size - 7)  # a header needs 8 bytes
+    for _ in range(max_rows):
+        if pos >= stop:
             break
-        positions.append(pos)
+        total, magic = unpack(mm, pos)
+        if (magic != v1 and magic != v2) or total < smallest or pos + total > size:  # noqa: PLR1714
+            break
+        append(pos)
         pos += total
     return positions, pos
 
