@@ -22,7 +22,9 @@ in native code, starts its own threads and writes logs under
   prints ``CONSUMED count=.. distinct=.. seconds=..`` and shuts down; it also
   stops when ``--stop-file`` appears (for consumers sharing a group, whose
   share is not known in advance); ``--work-ms`` makes each message take that
-  long. Exits 0 either way; the caller judges the file.
+  long; ``--retry-every N`` answers RECONSUME_LATER to the first delivery of every
+  N-th key (the retry flow) and writes ``reconsumeTimes topic`` too. Exits 0 either
+  way; the caller judges the file.
 - ``pull NAMESRV TOPIC GROUP EXPRESSION OUT``: a stock PullConsumer reading every
   queue from offset 0 until NO_NEW_MSG (``PullConsumer.pull`` iterates queues);
   writes ``queue offset key tag msgId body-head`` lines in pull order to OUT and
@@ -46,8 +48,9 @@ from rocketmq.client import (  # type: ignore[import-untyped]  # no stubs
     Producer,
     PullConsumer,
     PushConsumer,
+    RecvMessage,
 )
-from rocketmq.ffi import _CLogLevel, dll  # type: ignore[import-untyped]
+from rocketmq.ffi import _CConsumeStatus, _CLogLevel, dll  # type: ignore[import-untyped]
 
 TAGS = ("TagA", "TagB", "TagC")
 LOG_FILES = 2
@@ -178,6 +181,39 @@ def _wait_done(done: threading.Event, args: argparse.Namespace) -> None:
             return
 
 
+def _subscribe_with_retries(consumer: Any, args: argparse.Namespace, recorder: _Recorder) -> None:
+    """Subscribe with a callback that answers RECONSUME_LATER for the first delivery of
+    every ``--retry-every``-th key, and records ``key tag queue offset reconsumeTimes
+    topic`` per delivery. The binding's own ``subscribe`` cannot do this: a callback
+    that raises is reported to the C++ core as CONSUME_SUCCESS (ctypes swallows the
+    exception and returns 0), so its retry flow would never run."""
+    expected_retries = {i for i in range(args.expected) if i % args.retry_every == 0}
+
+    def on_message(_consumer: Any, cmsg: Any) -> int:
+        msg = RecvMessage(cmsg)
+        key, times = _text(msg.keys), int(msg.reconsume_times)
+        with recorder.lock:
+            recorder.out.write(
+                f"{key} {_text(msg.tags)} {msg.queue_id} {msg.queue_offset} {times} "
+                f"{_text(msg.topic)}\n"
+            )
+            recorder.count += 1
+            recorder.keys.add(key)
+            if times > 0:
+                expected_retries.discard(int(key[-6:]))
+            if len(recorder.keys) >= recorder.expected and not expected_retries:
+                recorder.done.set()
+        if times == 0 and int(key[-6:]) % args.retry_every == 0:
+            return int(_CConsumeStatus.RECONSUME_LATER.value)
+        return int(_CConsumeStatus.CONSUME_SUCCESS.value)
+
+    # One message per callback: the C wrapper stops at the first RECONSUME_LATER and
+    # sends the whole batch back, neighbours included.
+    consumer.set_message_batch_max_size(1)
+    dll.Subscribe(consumer._handle, args.topic.encode(), args.expression.encode())
+    consumer._register_callback(on_message)
+
+
 def push(args: argparse.Namespace) -> int:
     consumer = PushConsumer(args.group, orderly=args.orderly)
     _cap_logs(dll.SetPushConsumerLogFileNumAndSize, dll.SetPushConsumerLogLevel, consumer._handle)
@@ -187,7 +223,10 @@ def push(args: argparse.Namespace) -> int:
     # Line-buffered: a caller may watch the file grow while the consumer runs.
     with open(args.out, "w", encoding="utf-8", buffering=1) as out:
         recorder = _Recorder(out, args.expected, args.work_ms / 1000)
-        consumer.subscribe(args.topic, recorder, args.expression)
+        if args.retry_every:
+            _subscribe_with_retries(consumer, args, recorder)
+        else:
+            consumer.subscribe(args.topic, recorder, args.expression)
         consumer.start()
         print("PUSH_STARTED", flush=True)
         try:
@@ -252,6 +291,12 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--stop-file", default="", help="stop once this file exists")
     c.add_argument("--orderly", action="store_true", help="orderly consumer (locks queues)")
     c.add_argument("--work-ms", type=float, default=0.0, help="time each message takes")
+    c.add_argument(
+        "--retry-every",
+        type=int,
+        default=0,
+        help="RECONSUME_LATER the first delivery of key i%%N==0",
+    )
     u = roles.add_parser("pull")
     for name in ("namesrv", "topic", "group", "expression", "out"):
         u.add_argument(name)
