@@ -38,6 +38,7 @@ from aiorocketmq.client import (
     select_by_hash,
 )
 from aiorocketmq.common.protocol_bodies import LockBatchRequestBody
+from tests.integration.test_mqadmin import mqadmin
 from tests.support.cluster import start_broker, start_namesrv
 from tests.support.procs import ManagedProcess
 from tests.support.wait import wait_until
@@ -254,6 +255,11 @@ async def test_failed_messages_come_back_then_go_to_the_dlq(
     assert listener.attempts["fine"] == [0]
     assert dlq == ["poison"]
     assert "poison" not in listener.consumed
+    # Where an operator finds it: mqadmin queryMsgByKey on the group's DLQ topic.
+    found = await mqadmin("queryMsgByKey", "-n", namesrv, "-t", "%DLQ%CG-retry", "-k", "poison")
+    assert found.returncode == 0, found.err
+    rows = [line.split() for line in found.out.splitlines()[1:] if line.strip()]
+    assert len(rows) == 1, found.out
 
 
 async def test_orderly_retries_locally_then_sends_the_message_to_the_dlq(
