@@ -42,8 +42,13 @@ _FIELDS: Final = {  # name -> (offset, width) in the IPv4 fixed part
 }  # fmt: skip
 
 
-def record_schema(include_body: bool) -> pa.Schema:
-    """The Arrow schema of the record table (``body`` only when asked)."""
+PROPERTY_COLUMNS: Final = frozenset({"tags", "keys", "uniqKey", "properties"})
+"""Columns that need the properties string parsed."""
+
+
+def record_schema(include_body: bool, columns: frozenset[str] | None = None) -> pa.Schema:
+    """The Arrow schema of the record table (``body`` only when asked; only ``columns``
+    when given, in the table's order)."""
     fields = [
         ("broker", pa.string()), ("topic", pa.string()), ("queueId", pa.int32()),
         ("queueOffset", pa.int64()), ("physicalOffset", pa.int64()), ("sysFlag", pa.int32()),
@@ -55,7 +60,7 @@ def record_schema(include_body: bool) -> pa.Schema:
     ]  # fmt: skip
     if include_body:
         fields.append(("body", pa.binary()))
-    return pa.schema(fields)
+    return pa.schema([f for f in fields if columns is None or f[0] in columns])
 
 
 def _gather(u8: npt.NDArray[np.uint8], positions: IntArray, width: int) -> npt.NDArray[np.uint8]:
@@ -203,6 +208,7 @@ def decode_fast(
     broker: str,
     include_body: bool,
     check_crc: bool,
+    columns: frozenset[str] | None = None,
 ) -> pa.RecordBatch:
     """Decode v1 IPv4 records at ``positions`` whose layout ``fast_layout`` found sound.
 
@@ -214,7 +220,10 @@ def decode_fast(
         broker: value of the ``broker`` column.
         include_body: add the ``body`` column.
         check_crc: compute ``bodyCrcOk`` (else null).
+        columns: only these columns (None: all); the others are not computed.
     """
+    schema = record_schema(include_body, columns)
+    want = set(schema.names)
     head, topic_len, props_len, props_pos = layout
     n = len(positions)
     body_size = _field(head, "bodySize")
@@ -222,27 +231,36 @@ def decode_fast(
     cols: dict[str, Any] = {
         "broker": pa.array([broker], pa.string()).take(pa.array(np.zeros(n, np.int64)))
     }
-    cols["topic"] = _utf8(_slices(u8, body_pos + body_size + 1, topic_len))
+    if "topic" in want:
+        cols["topic"] = _utf8(_slices(u8, body_pos + body_size + 1, topic_len))
     for name in ("queueId", "sysFlag", "flag", "reconsumeTimes", "bodySize"):
         cols[name] = pa.array(_field(head, name).astype(np.int32))
     for name in ("queueOffset", "physicalOffset", "bornTimestamp", "storeTimestamp"):
         cols[name] = pa.array(_field(head, name))
-    cols["bornHost"] = _hosts(_field(head, "bornIp"), _field(head, "bornPort"))
-    cols["storeHost"] = _hosts(_field(head, "storeIp"), _field(head, "storePort"))
-    cols["bodyCrcOk"] = (
-        _crc_ok(buf, body_pos, body_size, _field(head, "bodyCrc"))
-        if check_crc
-        else pa.nulls(n, pa.bool_())
-    )
-    cols.update(properties_columns(_utf8(_slices(u8, props_pos, props_len))))
-    if include_body:
+    if "bornHost" in want:
+        cols["bornHost"] = _hosts(_field(head, "bornIp"), _field(head, "bornPort"))
+    if "storeHost" in want:
+        cols["storeHost"] = _hosts(_field(head, "storeIp"), _field(head, "storePort"))
+    if "bodyCrcOk" in want:
+        cols["bodyCrcOk"] = (
+            _crc_ok(buf, body_pos, body_size, _field(head, "bodyCrc"))
+            if check_crc
+            else pa.nulls(n, pa.bool_())
+        )
+    if want & PROPERTY_COLUMNS:
+        cols.update(properties_columns(_utf8(_slices(u8, props_pos, props_len))))
+    if "body" in want:
         cols["body"] = _bodies(buf, body_pos, body_size)
-    schema = record_schema(include_body)
     return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
 
 
 def decode_exact(
-    views: Sequence[RecordView], *, broker: str, include_body: bool, check_crc: bool
+    views: Sequence[RecordView],
+    *,
+    broker: str,
+    include_body: bool,
+    check_crc: bool,
+    columns: frozenset[str] | None = None,
 ) -> pa.RecordBatch:
     """Decode records through the codec's views (any layout, any magic)."""
     rows: dict[str, list[Any]] = {f.name: [] for f in record_schema(include_body)}
@@ -264,7 +282,7 @@ def decode_exact(
             values["body"] = v.body
         for name, column in rows.items():
             column.append(values[name])
-    schema = record_schema(include_body)
+    schema = record_schema(include_body, columns)
     return pa.RecordBatch.from_arrays(
         [pa.array(rows[f.name], f.type) for f in schema], schema=schema
     )

@@ -15,6 +15,10 @@ Options (all strings, as Spark passes them):
 - ``includeBody`` (false): add the ``body`` column (the body as stored).
 - ``checkCrc`` (true): fill ``bodyCrcOk``.
 - ``chunkSize`` (67108864): bytes of a file per partition.
+- ``columns`` (all): comma-separated columns to produce, in the schema's order. Python
+  data sources get no column pruning from Spark; naming the columns a job needs saves
+  decoding them (the properties are not parsed unless a property column is asked
+  for) and moving them into the JVM.
 - ``mode`` (``records``): ``stats`` reads the same partitions but yields one row per
   chunk saying how its walk ended (``STATS_SCHEMA``): records, bytes, stop reason and
   offset, skipped bytes (torn or corrupt data) and the problems found.
@@ -108,6 +112,7 @@ def parse_options(options: Mapping[str, str]) -> dict[str, Any]:
         chunk = int(lowered.get("chunksize", scan.DEFAULT_CHUNK_BYTES))
     except ValueError as exc:
         raise ValueError(f"chunkSize must be an integer: {exc}") from exc
+    columns = _columns(lowered)
     mode = lowered.get("mode", "records").strip().lower()
     if mode not in ("records", "stats"):
         raise ValueError(f"mode must be 'records' or 'stats', not {mode!r}")
@@ -118,7 +123,25 @@ def parse_options(options: Mapping[str, str]) -> dict[str, Any]:
         "include_body": _flag(lowered, "includebody", False),
         "check_crc": _flag(lowered, "checkcrc", True),
         "mode": mode,
+        "columns": columns,
     }
+
+
+def _ddl_types() -> dict[str, str]:
+    return dict(item.split(" ", 1) for item in (RECORD_DDL + ", body binary").split(", "))
+
+
+def _columns(lowered: Mapping[str, str]) -> frozenset[str] | None:
+    names = _split(lowered.get("columns"))
+    if not names:
+        return None
+    known = _ddl_types()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown columns {unknown}; the record columns are {list(known)}")
+    if "body" in names and _flag(lowered, "includebody", False) is False:
+        raise ValueError("column 'body' needs includeBody=true")
+    return frozenset(names)
 
 
 class RocketMQDataSource(DataSource):
@@ -134,7 +157,11 @@ class RocketMQDataSource(DataSource):
         opts = parse_options(self.options)
         if opts["mode"] == "stats":
             return STATS_DDL
-        return RECORD_DDL + (", body binary" if opts["include_body"] else "")
+        ddl = RECORD_DDL + (", body binary" if opts["include_body"] else "")
+        if opts["columns"] is None:
+            return ddl
+        return ", ".join(f"{n} {t}" for n, t in _ddl_types().items()
+                         if n in opts["columns"] and n in ddl)  # fmt: skip
 
     def reader(self, schema: StructType) -> RocketMQReader:
         """A reader for the options given."""
@@ -161,11 +188,12 @@ class RocketMQReader(DataSourceReader):
         if chunk is None:  # no CommitLog file at all: Spark still wants a partition
             return
         stats: list[scan.ChunkStats] = []
+        records = self.opts["mode"] == "records"
         batches = scan.scan_chunk(
             chunk, include_body=self.opts["include_body"], check_crc=self.opts["check_crc"],
-            stats_out=stats,
+            stats_out=stats, columns=self.opts["columns"] if records else None,
         )  # fmt: skip
-        if self.opts["mode"] == "records":
+        if records:
             yield from batches
             return
         for _ in batches:

@@ -24,6 +24,8 @@ from aiorocketmq.analytics import offsets, render, scan
 
 __all__ = ["ReportResult", "StoreRoot", "build_tables", "read_records", "write_report"]
 
+_REPORT_COLUMNS = ("broker", "topic", "queueId", "queueOffset", "storeTimestamp", "bodySize",
+                   "bornHost", "tags", "keys")  # fmt: skip
 _SIZE_BUCKETS = (64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
 
 
@@ -56,15 +58,19 @@ def read_records(
     *,
     mode: str = "records",
     chunk_bytes: int = scan.DEFAULT_CHUNK_BYTES,
+    columns: Sequence[str] = (),
 ) -> DataFrame:
-    """The data source over ``stores`` (records, or per-chunk stats with ``mode``)."""
-    return (
+    """The data source over ``stores`` (records, or per-chunk stats with ``mode``;
+    only ``columns`` when given)."""
+    reader = (
         spark.read.format("rocketmq")
         .option("brokers", ",".join(s.broker for s in stores))
         .option("mode", mode)
         .option("chunkSize", str(chunk_bytes))
-        .load(",".join(s.path for s in stores))
     )
+    if columns:
+        reader = reader.option("columns", ",".join(columns))
+    return reader.load(",".join(s.path for s in stores))
 
 
 def _kind(topic: Column) -> Column:
@@ -167,12 +173,12 @@ def build_tables(
         from_ms, to_ms: keep records stored in ``[from_ms, to_ms)`` (ms since the epoch).
         top: rows of the top-N tables.
     """
-    df = read_records(spark, stores)
+    df = read_records(spark, stores, columns=_REPORT_COLUMNS)
     if from_ms is not None:
         df = df.where(F.col("storeTimestamp") >= from_ms)
     if to_ms is not None:
         df = df.where(F.col("storeTimestamp") < to_ms)
-    df = df.drop("properties").cache()
+    df = df.cache()
     tables: dict[str, pd.DataFrame] = {}
     _progress("per-topic throughput")
     minute = (F.floor(F.col("storeTimestamp") / 60000) * 60000).cast("long").alias("minute")

@@ -196,8 +196,16 @@ def _nonzero_end(mm: mmap.mmap, start: int, end: int) -> int:
 class _ChunkReader:
     """Walks one chunk over an open mmap; ``batches()`` then ``stats``."""
 
-    def __init__(self, mm: mmap.mmap, chunk: Chunk, include_body: bool, check_crc: bool) -> None:
+    def __init__(
+        self,
+        mm: mmap.mmap,
+        chunk: Chunk,
+        include_body: bool,
+        check_crc: bool,
+        columns: frozenset[str] | None,
+    ) -> None:
         self.mm = mm
+        self.columns = columns
         self.chunk = chunk
         self.base = chunk.file.base_offset
         self.include_body = include_body
@@ -260,7 +268,7 @@ class _ChunkReader:
             )
             return columns.decode_fast(
                 self.mm, u8, pos_arr[:cut], layout, broker=self.chunk.file.broker,
-                include_body=self.include_body, check_crc=self.check_crc,
+                include_body=self.include_body, check_crc=self.check_crc, columns=self.columns,
             ), cut  # fmt: skip
         return self._decode_exact(int(pos_arr[0]), int(pos_arr[-1]) + 1)
 
@@ -274,7 +282,7 @@ class _ChunkReader:
         self.stats.record_bytes += sum(v.total_size for v in views)
         batch = columns.decode_exact(
             views, broker=self.chunk.file.broker, include_body=self.include_body,
-            check_crc=self.check_crc,
+            check_crc=self.check_crc, columns=self.columns,
         )  # fmt: skip
         del views
         return batch, batch.num_rows
@@ -306,6 +314,7 @@ def scan_chunk(
     check_crc: bool = True,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     stats_out: list[ChunkStats] | None = None,
+    columns: frozenset[str] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Yield Arrow batches of the records starting in ``chunk``.
 
@@ -315,6 +324,7 @@ def scan_chunk(
         check_crc: fill ``bodyCrcOk`` (else null).
         batch_rows: rows per batch at most.
         stats_out: receives the chunk's ``ChunkStats`` once the walk is over.
+        columns: only these columns (None: all), the others not even decoded.
     """
     if chunk.file.size == 0:
         if stats_out is not None:
@@ -324,7 +334,7 @@ def scan_chunk(
         open(chunk.file.path, "rb") as fh,
         mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm,
     ):
-        reader = _ChunkReader(mm, chunk, include_body, check_crc)
+        reader = _ChunkReader(mm, chunk, include_body, check_crc, columns)
         yield from reader.batches(batch_rows)
         if stats_out is not None:
             stats_out.append(reader.stats)

@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from aiorocketmq.analytics import offsets, scan
+from aiorocketmq.analytics.datasource import parse_options
 from aiorocketmq.common.compression import decompress_body
 from aiorocketmq.common.message_codec import RecordScanner
 from tests.analytics.conftest import Stores
@@ -107,6 +108,22 @@ def test_chunks_split_at_record_boundaries_and_match_the_codec(
             r["storeTimestamp"], r["storeHost"], r["bodySize"], r["bodyCrcOk"], r["tags"],
             r["keys"], r["uniqKey"], r["properties"]) for r in whole]  # fmt: skip
     assert got == expected
+
+
+def test_columns_option_produces_only_the_columns_asked_for(
+    spark: SparkSession, stores: Stores
+) -> None:
+    wanted = ["topic", "queueId", "bodySize", "tags"]
+    projected = _read(spark, stores.a.root, columns=",".join(wanted))
+    assert projected.columns == wanted
+    full = _read(spark, stores.a.root).select(*wanted)
+    assert sorted(map(tuple, projected.collect())) == sorted(map(tuple, full.collect()))
+    with pytest.raises(ValueError, match="unknown columns"):
+        parse_options({"path": "x", "columns": "topic,nope"})
+    with pytest.raises(ValueError, match="includeBody"):
+        parse_options({"path": "x", "columns": "body"})
+    with pytest.raises(ValueError, match="2 brokers for 1 store roots"):
+        parse_options({"path": "x", "brokers": "a,b"})
 
 
 @pytest.mark.parametrize("damage", ["truncate", "corrupt"])
