@@ -4,7 +4,8 @@ A stock PushConsumer answers RECONSUME_LATER to the first delivery of every tent
 message: the C++ client sends it back (CONSUMER_SEND_MSG_BACK; with the rest of its
 pulled batch, see the test), the broker delays it through SCHEDULE_TOPIC_XXXX into
 %RETRY%<group>, and the consumer (subscribed to its retry topic automatically)
-receives it again with reconsumeTimes 1 under its original topic. The broker's delay levels are all 1 s so the test stays short.
+receives it again with reconsumeTimes 1 under its original topic. The broker's delay
+levels are all 1 s so the test stays short.
 """
 
 from __future__ import annotations
