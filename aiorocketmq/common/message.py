@@ -32,7 +32,12 @@ _JAVA_INT_RE = re.compile(r"[+-]?[0-9]+")
 def _parse_java_int(text: str) -> int | None:
     if _JAVA_INT_RE.fullmatch(text) is None:
         return None
-    return int(text)
+    # int() raises ValueError past 4,300 digits (leading zeros count); Java takes any
+    # number of leading zeros, and no Java int has 11 significant digits.
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > 10:
+        return None
+    return -int(digits) if text[:1] == "-" else int(digits)
 
 
 @dataclass(slots=True)

@@ -40,9 +40,12 @@ def parse_delay_level(properties: dict[str, str]) -> int | None:
     if raw is None:
         return 0
     text = raw[1:] if raw[:1] in "+-" else raw
-    if not (text.isascii() and text.isdigit()):
+    # int() raises ValueError past 4,300 digits (leading zeros count); Java takes any
+    # number of leading zeros, and no Java int has 11 significant digits.
+    digits = text.lstrip("0") or "0"
+    if not (text.isascii() and text.isdigit()) or len(digits) > 10:
         return None
-    return int(raw)
+    return -int(digits) if raw[:1] == "-" else int(digits)
 
 
 @dataclass(slots=True)
