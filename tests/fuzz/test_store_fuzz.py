@@ -103,14 +103,13 @@ def _mutate(image: Path, stored: list[Stored], rng: random.Random) -> Mutation:
     target = rng.choice(["commitlog", "commitlog", "consumequeue", "checkpoint", "index"])
     if target == "checkpoint":
         path = image / "checkpoint"
-        return _damage(path, rng.randrange(path.stat().st_size), rng, 0)
+        return _damage(path, rng.randrange(path.stat().st_size), rng, 1 << 62)
     if target == "commitlog":
         tail = stored[-1].end
         offset = rng.randrange(max(0, tail - 24 * 1024), tail)
         files = _files(image, "commitlog")
         size = files[0].stat().st_size
-        mutation = _damage(files[offset // size], offset % size, rng, offset)
-        return mutation
+        return _damage(files[offset // size], offset % size, rng, offset)
     if target == "index":
         path = rng.choice(_files(image, "index"))
         return _damage(path, rng.randrange(path.stat().st_size), rng, 1 << 62)
