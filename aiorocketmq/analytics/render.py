@@ -56,6 +56,14 @@ def _bars(table: str, x: str, y: str, title: str, horizontal: bool = False) -> C
     return draw
 
 
+def _top_tags(ax: Axes, t: Tables) -> None:
+    frame = t["top_tags"]
+    labels = [f"{r.topic} / {r.tags}" for r in frame.itertuples()]
+    ax.barh(labels[::-1], list(frame["count"])[::-1])
+    ax.set_xlabel("messages")
+    ax.set_title("Top tags (topic / tag)")
+
+
 def _lag(ax: Axes, t: Tables) -> None:
     frame = t["lag"]
     labels = [f"{r.group}\n{r.topic}#{r.queueId}" for r in frame.itertuples()]
@@ -79,7 +87,7 @@ _CHARTS: dict[str, tuple[str, Callable[..., None]]] = {
     "throughput": ("throughput", _throughput),
     "sizes": ("sizes", _bars("sizes", "bucket", "messages", "Message body sizes")),
     "top_keys": ("top_keys", _bars("top_keys", "key", "count", "Top keys", horizontal=True)),
-    "top_tags": ("top_tags", _bars("top_tags", "tags", "count", "Top tags", horizontal=True)),
+    "top_tags": ("top_tags", _top_tags),
     "producers": ("producers", _bars("producers", "host", "messages", "Producer hosts")),
     "retry_share": ("retry_share", _bars("retry_share", "kind", "count", "Retry / DLQ share")),
     "lag": ("lag", _lag),
