@@ -138,7 +138,9 @@ class BrokerConfig(BaseModel):
     flush_consumer_offset_interval: int = Field(
         5_000, ge=1, description="Period of consumerOffset.json persistence (ms)."
     )
-    flush_consumer_offset_history_interval: int = _f(60_000, "Unused by 4.9.8 (ms).")
+    flush_consumer_offset_history_interval: int = _f(
+        60_000, "Period of config/consumerOffsetHistory.jsonl snapshots (ms; unused by 4.9.8)."
+    )
     reject_transaction_message: bool = _f(False, "Refuse transaction messages.", important=True)
     fetch_namesrv_addr_by_address_server: bool = _f(
         False, "Fetch name servers from an address server (unsupported).", important=True

@@ -36,6 +36,7 @@ from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.ha.service import HAService
 from aiorocketmq.broker.long_polling import PullRequestHoldService
 from aiorocketmq.broker.metrics import BrokerMetrics
+from aiorocketmq.broker.offset_history import HISTORY_FILE, OffsetHistoryService
 from aiorocketmq.broker.offsets import ConsumerOffsetFlushService, ConsumerOffsetManager
 from aiorocketmq.broker.outer_api import BrokerIdentity, BrokerOuterAPI
 from aiorocketmq.broker.processors.admin import AdminProcessor
@@ -131,9 +132,7 @@ class BrokerController(Service):
         self.notifier = ConsumerIdsChangedNotifier(
             self.server, enabled=settings.broker.notify_consumer_ids_changed_enable
         )
-        self.offset_flush = ConsumerOffsetFlushService(
-            self.ctx.offsets, settings.broker.flush_consumer_offset_interval
-        )
+        self._build_offset_services()
         self.locks = RebalanceLockManager(self.clock)
         self.schedule = ScheduleMessageService(self.store, self._executor, clock=self.clock)
         self.sampler = StoreStatsSampler(self.store.stats, self.clock)
@@ -153,6 +152,19 @@ class BrokerController(Service):
             on_master=self._on_master,
         )
         self._wire()
+
+    def _build_offset_services(self) -> None:
+        cfg = self.settings.broker
+        self.offset_history = OffsetHistoryService(
+            self.ctx.offsets,
+            config_file_path(self.settings.store.root_dir, HISTORY_FILE),
+            self._executor,
+            self.clock,
+            interval_ms=cfg.flush_consumer_offset_history_interval,
+        )
+        self.offset_flush = ConsumerOffsetFlushService(
+            self.ctx.offsets, cfg.flush_consumer_offset_interval
+        )
 
     def _build_context(self, root: Path) -> BrokerContext:
         cfg = self.settings.broker
@@ -256,6 +268,7 @@ class BrokerController(Service):
         await self.metrics.start()
         await self.hold.start()
         await self.offset_flush.start()
+        await self.offset_history.start()
         await self.sampler.start()
         await self.broker_stats.start()
         # Master-only work (idle on a slave: the services check the role themselves).
@@ -282,6 +295,7 @@ class BrokerController(Service):
             self.sampler,
             self.broker_stats,
             self.ha,
+            self.offset_history,
         ):
             await service.shutdown()
         await self.store.shutdown()

@@ -399,20 +399,10 @@ class PushConsumer:
         await self._offsets.persist_all(list(self._rebalance.process_queue_table), oneway=oneway)
 
     async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
-        """A broker relayed ``mqadmin resetOffsetByTime``: drop ``topic``'s queues (their
-        in-flight messages are not committed), take and commit ``offsets``, and
-        rebalance now so the queues are pulled again from there."""
-        if self._rebalance is None or self._offsets is None:
-            return
-        for mq in [mq for mq in self._rebalance.process_queue_table if mq.topic == topic]:
-            self._rebalance.remove_process_queue(mq)
-        for mq, offset in offsets.items():
-            self._offsets.update_offset(mq, offset)
-            try:
-                await self._offsets.persist(mq, oneway=False)
-            except MQClientError as exc:
-                log.warning("reset offset: commit of %s failed: %s", mq, exc)
-        self._rebalance_now.set()
+        """A broker relayed ``mqadmin resetOffsetByTime``: see ``RebalanceImpl.reset_offsets``."""
+        if self._rebalance is not None:
+            await self._rebalance.reset_offsets(topic, offsets)
+            self._rebalance_now.set()
 
     def on_consumer_ids_changed(self) -> None:
         """The group's membership changed: rebalance now."""

@@ -299,6 +299,19 @@ class RebalanceImpl:
             pq.consume_lock.release()
         return True
 
+    async def reset_offsets(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """Drop ``topic``'s queues (their in-flight messages are not committed), take
+        and commit ``offsets``; the caller rebalances so they are pulled from there
+        (Java's ``MQClientInstance.resetOffset``)."""
+        for mq in [mq for mq in self.process_queue_table if mq.topic == topic]:
+            self.remove_process_queue(mq)
+        for mq, offset in offsets.items():
+            self.store.update_offset(mq, offset)
+            try:
+                await self.store.persist(mq, oneway=False)
+            except MQClientError as exc:
+                log.warning("reset offset: commit of %s failed: %s", mq, exc)
+
     def remove_process_queue(self, mq: MessageQueue) -> None:
         """Drop ``mq`` now (its offset was illegal); the next rebalance adds it again."""
         pq = self.process_queue_table.pop(mq, None)
