@@ -68,7 +68,11 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/namesrv_bench.py
 	$(BIN)/python benchmarks/store_bench.py
 	$(BIN)/python benchmarks/message_store_bench.py
+	$(BIN)/python benchmarks/pull_bench.py
+	$(BIN)/python benchmarks/ha_bench.py
+	$(BIN)/python benchmarks/stock_client_bench.py
 	$(BIN)/python benchmarks/client_bench.py
+	$(BIN)/python benchmarks/analytics_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis $(NODE_DIR)/node_modules

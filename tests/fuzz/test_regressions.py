@@ -5,7 +5,7 @@ All were Python's 4,300-digit limit on ``int()`` of a decimal string, which rais
 ``ext_long`` / their optional forms), in ``fastjson.loads`` (a JSON number that long
 is not a ``JSONDecodeError``), and in the DELAY / queueId parsers a SEND_MESSAGE or a
 lock body reaches (the broker answered SYSTEM_ERROR and logged the failure). The
-transaction services' parsers have the same flaw and are pinned as strict xfails.
+transaction services' parsers had the same flaw.
 """
 
 from __future__ import annotations
@@ -91,17 +91,12 @@ async def test_broker_answers_a_send_with_a_huge_delay_without_failing(tmp_path:
 
 # -- not fixed: the transaction services (outside the decoders) -----------------------
 
-TRANSACTION_REASON = (
-    "broker/transaction parses TRAN_CHECK_TIMES / queue offsets with int() after an "
-    "isdigit() check only, so 4,301+ digits raise ValueError instead of being refused"
-)
 
-
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=TRANSACTION_REASON)
 def test_check_service_long_past_the_digit_limit_is_refused() -> None:
     assert check_service._java_long("9" * 4301) == -1
+    assert check_service._java_long("-" + "0" * 5000 + "42") == -42
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=TRANSACTION_REASON)
 def test_half_service_int_past_the_digit_limit_is_refused() -> None:
     assert half_service._is_java_int("9" * 4301) is False
+    assert half_service._is_java_int("0" * 5000 + "7") is True  # leading zeros, as Java

@@ -95,10 +95,17 @@ _C = MessageConst
 def _java_long(text: str) -> int:
     """Java's ``Long.parseLong`` or -1, as the check's ``getLong``."""
     body = text[1:] if text[:1] in "+-" else text
-    if not (body.isascii() and body.isdigit()) or not -(2**63) <= int(text) < 2**63:
+    # More than 19 significant digits is out of range anyway; checking first keeps
+    # int() away from Python's 4,300-digit limit (a ValueError from peer input).
+    digits = body.lstrip("0") or "0"
+    if not (body.isascii() and body.isdigit()) or len(digits) > 19:
         log.error("not a long: %r", text)
         return -1
-    return int(text)
+    value = -int(digits) if text[:1] == "-" else int(digits)
+    if not -(2**63) <= value < 2**63:
+        log.error("not a long: %r", text)
+        return -1
+    return value
 
 
 def check_transaction_state_request(msg: MessageExt) -> RemotingCommand:
@@ -346,7 +353,9 @@ class _QueueCheck:
         times = 1
         if raw is not None:
             body = raw[1:] if raw[:1] in "+-" else raw
-            times = int(raw) if body.isascii() and body.isdigit() else -1
+            digits = body.lstrip("0") or "0"
+            digits_ok = body.isascii() and body.isdigit() and len(digits) <= 10
+            times = (-int(digits) if raw[:1] == "-" else int(digits)) if digits_ok else -1
             if times >= self._check_max:
                 return True
             times += 1

@@ -293,4 +293,8 @@ class TransactionalMessageBridge:
 
 def _is_java_int(text: str) -> bool:
     body = text[1:] if text[:1] in "+-" else text
-    return body.isascii() and body.isdigit() and -(2**31) <= int(text) < 2**31
+    digits = body.lstrip("0") or "0"
+    if not (body.isascii() and body.isdigit()) or len(digits) > 10:
+        return False  # also keeps int() below Python's 4,300-digit limit
+    value = -int(digits) if text[:1] == "-" else int(digits)
+    return -(2**31) <= value < 2**31
