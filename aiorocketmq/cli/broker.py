@@ -37,7 +37,7 @@ from aiorocketmq.broker.config import BrokerSettings, load_broker_settings, rend
 from aiorocketmq.broker.controller import BrokerController
 from aiorocketmq.common.properties_file import parse_properties
 from aiorocketmq.common.settings import ConfigError
-from aiorocketmq.runtime import run, setup_logging
+from aiorocketmq.runtime import run, serve_until_stopped, setup_logging
 
 __all__ = ["build_parser", "load_settings", "local_address", "main"]
 
@@ -132,15 +132,7 @@ async def _serve(shutdown: asyncio.Event, settings: BrokerSettings) -> int:
         f"id={settings.broker.broker_id} pid={os.getpid()}",
         flush=True,
     )
-    stop = asyncio.ensure_future(shutdown.wait())
-    fatal = asyncio.ensure_future(controller.fatal.wait())
-    try:
-        await asyncio.wait([stop, fatal], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stop.cancel()
-        fatal.cancel()
-        await controller.shutdown()
-    return 1 if controller.fatal.is_set() else 0
+    return await serve_until_stopped(controller, shutdown, controller.fatal)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -36,7 +36,7 @@ from aiorocketmq.namesrv.config import (
 )
 from aiorocketmq.namesrv.server import NamesrvController
 from aiorocketmq.remoting.config import RemotingServerConfig
-from aiorocketmq.runtime import run, setup_logging
+from aiorocketmq.runtime import run, serve_until_stopped, setup_logging
 
 __all__ = ["build_parser", "load_config", "main"]
 
@@ -113,15 +113,7 @@ async def _serve(
         return 1
     # The one machine-readable line: tests and launchers wait for it.
     print(f"mqnamesrv ready address={controller.address} pid={os.getpid()}", flush=True)
-    stop = asyncio.ensure_future(shutdown.wait())
-    fatal = asyncio.ensure_future(controller.fatal.wait())
-    try:
-        await asyncio.wait([stop, fatal], return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stop.cancel()
-        fatal.cancel()
-        await controller.shutdown()
-    return 1 if controller.fatal.is_set() else 0
+    return await serve_until_stopped(controller, shutdown, controller.fatal)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,7 +22,7 @@ from aiorocketmq.runtime.lifecycle import (
     TaskFailure,
 )
 from aiorocketmq.runtime.logging import get_logger, kv, setup_logging
-from aiorocketmq.runtime.loop import install_uvloop, loop_factory, run
+from aiorocketmq.runtime.loop import install_uvloop, loop_factory, run, serve_until_stopped
 
 __all__ = [
     "BackgroundTaskError",
@@ -37,5 +37,6 @@ __all__ = [
     "kv",
     "loop_factory",
     "run",
+    "serve_until_stopped",
     "setup_logging",
 ]

@@ -1,7 +1,8 @@
 """Process entry: choose the event loop, run ``main``, turn signals into a shutdown.
 
 Owns: ``install_uvloop()``, ``loop_factory()`` and ``run()``, the helper every
-CLI (``mqnamesrv``, ``mqbroker``...) uses as ``sys.exit(run(main))``.
+CLI (``mqnamesrv``, ``mqbroker``...) uses as ``sys.exit(run(main))``, and
+``serve_until_stopped()``, the wait each of them does once its service is up.
 
 Shutdown protocol: ``run`` passes ``main`` an ``asyncio.Event``. The first
 SIGTERM or SIGINT sets it; ``main`` then shuts its services down (flush, persist,
@@ -22,7 +23,9 @@ import warnings
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-__all__ = ["MainFactory", "install_uvloop", "loop_factory", "run"]
+from aiorocketmq.runtime.lifecycle import Service
+
+__all__ = ["MainFactory", "install_uvloop", "loop_factory", "run", "serve_until_stopped"]
 
 logger = logging.getLogger(__name__)
 
@@ -165,3 +168,19 @@ def _install_handlers(
             continue
         installed.append(sig)
     return installed
+
+
+async def serve_until_stopped(
+    service: Service, shutdown: asyncio.Event, fatal: asyncio.Event
+) -> int:
+    """Wait for ``shutdown`` (a signal) or ``fatal`` (a background part died), then
+    shut ``service`` down; the exit code: 1 when ``fatal`` was set, else 0."""
+    stop = asyncio.ensure_future(shutdown.wait())
+    died = asyncio.ensure_future(fatal.wait())
+    try:
+        await asyncio.wait([stop, died], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        died.cancel()
+        await service.shutdown()
+    return 1 if fatal.is_set() else 0
