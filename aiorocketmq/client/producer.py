@@ -30,13 +30,11 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from aiorocketmq.client.config import ClientConfig, ProducerConfig
 from aiorocketmq.client.errors import (
     BrokerNotFoundError,
-    ClientStateError,
     InvalidArgumentError,
     MQBrokerError,
     MQClientError,
@@ -45,6 +43,7 @@ from aiorocketmq.client.errors import (
     SendFailedError,
 )
 from aiorocketmq.client.instance import ClientInstance, ClientManager
+from aiorocketmq.client.member import InstanceMember
 from aiorocketmq.client.publish_info import TopicPublishInfo
 from aiorocketmq.client.results import SendResult, SendStatus
 from aiorocketmq.client.selectors import MessageQueueSelector
@@ -56,7 +55,6 @@ from aiorocketmq.common.msg_id import UniqKeyGenerator
 from aiorocketmq.common.properties import MessageConst, properties_to_string
 from aiorocketmq.common.validators import (
     not_allowed_send_remark,
-    validate_group,
     validate_topic_client,
 )
 from aiorocketmq.remoting.broker_headers import SendMessageRequestHeader
@@ -84,7 +82,7 @@ class _Outgoing:
     max_reconsume_times: int | None = None
 
 
-class Producer:
+class Producer(InstanceMember):
     """Sends messages (see the module docstring).
 
     Args:
@@ -105,49 +103,22 @@ class Producer:
         client_config: ClientConfig | None = None,
         manager: ClientManager | None = None,
     ) -> None:
-        remark = validate_group(group)
-        if remark is not None:
-            raise InvalidArgumentError(remark)
-        if group == "DEFAULT_PRODUCER":  # MixAll.DEFAULT_PRODUCER_GROUP is reserved
-            raise InvalidArgumentError(
-                "producerGroup can not equal DEFAULT_PRODUCER, please specify another one."
-            )
-        if client_config is None:
-            if namesrv_addr is None:
-                raise InvalidArgumentError("namesrv_addr or client_config is required")
-            client_config = ClientConfig(namesrv_addr=namesrv_addr)
-        self.group = group
+        super().__init__("producer", group, namesrv_addr, client_config, manager)
         self.config = config or ProducerConfig()
-        self.client_config = client_config
-        self._manager = manager
-        self._instance: ClientInstance | None = None
         self._publish: dict[str, TopicPublishInfo] = {}
-        self._uniq = UniqKeyGenerator(client_config.client_ip, os.getpid())
+        self._uniq = UniqKeyGenerator(self.client_config.client_ip, os.getpid())
         self._pending: set[asyncio.Task[SendResult]] = set()
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    @property
-    def instance(self) -> ClientInstance:
-        """The client instance (raises ``ClientStateError`` before ``start``)."""
-        if self._instance is None:
-            raise ClientStateError(f"producer {self.group} is not started")
-        return self._instance
+    def _register(self, instance: ClientInstance) -> bool:
+        return instance.register_producer(self.group, self)
 
     async def start(self) -> None:
         """Join (or start) the client instance and register this group."""
         if self._instance is not None:
             return
-        if self._manager is not None:
-            instance = await self._manager.acquire(self.client_config)
-        else:
-            instance = ClientInstance(self.client_config)
-            await instance.start()
-        if not instance.register_producer(self.group, self):
-            await self._release(instance)
-            raise ClientStateError(
-                f"The producer group[{self.group}] has been created before, specify another name"
-            )
+        instance = await self._acquire()
         self._publish.setdefault(self.config.create_topic_key, TopicPublishInfo())
         self._instance = instance
         await instance.send_heartbeat_to_all_brokers()
@@ -161,24 +132,6 @@ class Producer:
             await asyncio.gather(*self._pending, return_exceptions=True)
         await instance.unregister_producer(self.group)
         await self._release(instance)
-
-    async def _release(self, instance: ClientInstance) -> None:
-        if self._manager is not None:
-            await self._manager.release(instance)
-        else:
-            await instance.shutdown()
-
-    async def __aenter__(self) -> Producer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
 
     # -- ProducerInner ------------------------------------------------------------------
 

@@ -25,7 +25,6 @@ Must not: rebalance or hold messages (the push consumer will), or retry pulls.
 from __future__ import annotations
 
 import logging
-from types import TracebackType
 
 from aiorocketmq.client.config import ClientConfig, PullConsumerConfig
 from aiorocketmq.client.errors import (
@@ -35,6 +34,7 @@ from aiorocketmq.client.errors import (
     MQClientError,
 )
 from aiorocketmq.client.instance import ClientInstance, ClientManager
+from aiorocketmq.client.member import InstanceMember
 from aiorocketmq.client.offset_store import (
     LocalFileOffsetStore,
     ReadOffsetType,
@@ -52,7 +52,6 @@ from aiorocketmq.common.protocol_bodies import (
     SubscriptionData,
     build_subscription_data,
 )
-from aiorocketmq.common.validators import validate_group
 from aiorocketmq.runtime import BlockingExecutor
 
 __all__ = ["PullConsumer"]
@@ -60,7 +59,7 @@ __all__ = ["PullConsumer"]
 log = logging.getLogger(__name__)
 
 
-class PullConsumer:
+class PullConsumer(InstanceMember):
     """Pulls messages from queues the caller chooses (see the module docstring).
 
     Args:
@@ -81,22 +80,8 @@ class PullConsumer:
         client_config: ClientConfig | None = None,
         manager: ClientManager | None = None,
     ) -> None:
-        remark = validate_group(group)
-        if remark is not None:
-            raise InvalidArgumentError(remark)
-        if group == "DEFAULT_CONSUMER":  # MixAll.DEFAULT_CONSUMER_GROUP is reserved
-            raise InvalidArgumentError(
-                "consumerGroup can not equal DEFAULT_CONSUMER, please specify another one."
-            )
-        if client_config is None:
-            if namesrv_addr is None:
-                raise InvalidArgumentError("namesrv_addr or client_config is required")
-            client_config = ClientConfig(namesrv_addr=namesrv_addr)
-        self.group = group
+        super().__init__("consumer", group, namesrv_addr, client_config, manager)
         self.config = config or PullConsumerConfig()
-        self.client_config = client_config
-        self._manager = manager
-        self._instance: ClientInstance | None = None
         self._wrapper: PullAPIWrapper | None = None
         self._offsets: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None
         self._executor: BlockingExecutor | None = None
@@ -104,13 +89,6 @@ class PullConsumer:
         self.topic_subscribe_info: dict[str, set[MessageQueue]] = {}
 
     # -- lifecycle ----------------------------------------------------------------------
-
-    @property
-    def instance(self) -> ClientInstance:
-        """The client instance (raises ``ClientStateError`` before ``start``)."""
-        if self._instance is None:
-            raise ClientStateError(f"pull consumer {self.group} is not started")
-        return self._instance
 
     @property
     def offset_store(self) -> RemoteBrokerOffsetStore | LocalFileOffsetStore:
@@ -130,16 +108,7 @@ class PullConsumer:
         """Join the client instance, register the group, load the offset store."""
         if self._instance is not None:
             return
-        if self._manager is not None:
-            instance = await self._manager.acquire(self.client_config)
-        else:
-            instance = ClientInstance(self.client_config)
-            await instance.start()
-        if not instance.register_consumer(self.group, self):
-            await self._release(instance)
-            raise ClientStateError(
-                f"The consumer group[{self.group}] has been created before, specify another name"
-            )
+        instance = await self._acquire()
         self._instance = instance
         self._wrapper = PullAPIWrapper(instance, self.group, self.config.unit_mode)
         if self.config.message_model == "BROADCASTING":
@@ -164,23 +133,8 @@ class PullConsumer:
             if self._executor is not None:
                 await self._executor.shutdown()
 
-    async def _release(self, instance: ClientInstance) -> None:
-        if self._manager is not None:
-            await self._manager.release(instance)
-        else:
-            await instance.shutdown()
-
-    async def __aenter__(self) -> PullConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
+    def _register(self, instance: ClientInstance) -> bool:
+        return instance.register_consumer(self.group, self)
 
     # -- ConsumerInner ------------------------------------------------------------------
 

@@ -34,7 +34,6 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from types import TracebackType
 
 from aiorocketmq.client.allocate import AllocateStrategy, allocate_averagely
 from aiorocketmq.client.config import ClientConfig, PushConsumerConfig
@@ -48,10 +47,10 @@ from aiorocketmq.client.consume_service import (
 from aiorocketmq.client.errors import (
     BrokerNotFoundError,
     ClientStateError,
-    InvalidArgumentError,
     MQClientError,
 )
 from aiorocketmq.client.instance import ClientInstance, ClientManager
+from aiorocketmq.client.member import InstanceMember
 from aiorocketmq.client.offset_store import (
     LocalFileOffsetStore,
     ReadOffsetType,
@@ -70,7 +69,6 @@ from aiorocketmq.common.protocol_bodies import (
     MessageModel,
     build_subscription_data,
 )
-from aiorocketmq.common.validators import validate_group
 from aiorocketmq.runtime import BlockingExecutor
 
 __all__ = ["PushConsumer"]
@@ -78,7 +76,7 @@ __all__ = ["PushConsumer"]
 log = logging.getLogger(__name__)
 
 
-class PushConsumer:
+class PushConsumer(InstanceMember):
     """Consumes subscribed topics through a listener or ``messages()`` (module docstring).
 
     Args:
@@ -100,29 +98,15 @@ class PushConsumer:
         manager: ClientManager | None = None,
         allocate_strategy: AllocateStrategy = allocate_averagely,
     ) -> None:
-        remark = validate_group(group)
-        if remark is not None:
-            raise InvalidArgumentError(remark)
-        if group == "DEFAULT_CONSUMER":
-            raise InvalidArgumentError(
-                "consumerGroup can not equal DEFAULT_CONSUMER, please specify another one."
-            )
-        if client_config is None:
-            if namesrv_addr is None:
-                raise InvalidArgumentError("namesrv_addr or client_config is required")
-            client_config = ClientConfig(namesrv_addr=namesrv_addr)
-        self.group = group
+        super().__init__("consumer", group, namesrv_addr, client_config, manager)
         self.config = config or PushConsumerConfig()
-        self.client_config = client_config
         self.model = MessageModel[self.config.message_model]
         self.consume_message_batch_max_size = self.config.consume_message_batch_max_size
         self.suspend_current_queue_time_millis = self.config.suspend_current_queue_time_millis
         self.allocate_strategy = allocate_strategy
-        self._manager = manager
         self._subscriptions: dict[str, str] = {}
         self._listener: Listener | None = None
         self.orderly = False
-        self._instance: ClientInstance | None = None
         self._rebalance: RebalanceImpl | None = None
         self._wrapper: PullAPIWrapper | None = None
         self._offsets: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None
@@ -169,13 +153,6 @@ class PushConsumer:
         """Retries before the DLQ: -1 means 16 (concurrent) or unlimited (orderly, -1)."""
         value = self.config.max_reconsume_times
         return 16 if value == -1 and not self.orderly else value
-
-    @property
-    def instance(self) -> ClientInstance:
-        """The client instance (raises ``ClientStateError`` before ``start``)."""
-        if self._instance is None:
-            raise ClientStateError(f"push consumer {self.group} is not started")
-        return self._instance
 
     @property
     def rebalance(self) -> RebalanceImpl:
@@ -231,18 +208,8 @@ class PushConsumer:
             self._background.append(asyncio.create_task(self._lock_loop(), name="lock-all"))
         log.info("push consumer started group=%s client_id=%s", self.group, instance.client_id)
 
-    async def _acquire(self) -> ClientInstance:
-        if self._manager is not None:
-            instance = await self._manager.acquire(self.client_config)
-        else:
-            instance = ClientInstance(self.client_config)
-            await instance.start()
-        if not instance.register_consumer(self.group, self):
-            await self._release(instance)
-            raise ClientStateError(
-                f"The consumer group[{self.group}] has been created before, specify another name"
-            )
-        return instance
+    def _register(self, instance: ClientInstance) -> bool:
+        return instance.register_consumer(self.group, self)
 
     def _make_offset_store(
         self, instance: ClientInstance
@@ -313,24 +280,6 @@ class PushConsumer:
             if self._executor is not None:
                 await self._executor.shutdown()
         log.info("push consumer stopped group=%s", self.group)
-
-    async def _release(self, instance: ClientInstance) -> None:
-        if self._manager is not None:
-            await self._manager.release(instance)
-        else:
-            await instance.shutdown()
-
-    async def __aenter__(self) -> PushConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.shutdown()
 
     def is_running(self) -> bool:
         """Whether the consumer is started and not shut down."""
