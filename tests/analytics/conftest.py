@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -41,6 +42,9 @@ def _spark_starting() -> Iterator[concurrent.futures.Future[SparkSession]]:
     pool.shutdown(wait=True)
     if future.exception() is None:
         future.result().stop()
+    # py4j logs "Closing down clientserver connection" (INFO) from __del__ at
+    # interpreter exit, after pytest closed the streams: a "--- Logging error ---".
+    logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")
