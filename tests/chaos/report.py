@@ -11,7 +11,11 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["ChaosReport", "report"]
+__all__ = ["REPORT_LINES", "ChaosReport", "report"]
+
+#: Every report line of this test session, for the terminal summary (tests/chaos/
+#: conftest.py): pytest captures the tests' output, the summary is always shown.
+REPORT_LINES: list[str] = []
 
 
 @dataclass(frozen=True)
@@ -57,4 +61,5 @@ def report(
         resume_s=resume_s,
     )
     print(f"\n{result.line()}")
+    REPORT_LINES.append(result.line())
     return result
