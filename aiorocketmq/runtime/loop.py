@@ -6,7 +6,8 @@ CLI (``mqnamesrv``, ``mqbroker``...) uses as ``sys.exit(run(main))``, and
 
 Shutdown protocol: ``run`` passes ``main`` an ``asyncio.Event``. The first
 SIGTERM or SIGINT sets it; ``main`` then shuts its services down (flush, persist,
-checkpoint) and returns its exit code. A second signal, or ``shutdown_timeout_s``
+checkpoint) and returns its exit code. A second signal (the same one repeated within
+1 s counts once), or ``shutdown_timeout_s``
 passing after the first, cancels ``main``: the exit code is then 128 + the first
 signal's number, as a shell reports a process killed by it.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 import warnings
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
@@ -103,18 +105,30 @@ def run(
         return runner.run(_supervise(main, tuple(signals), shutdown_timeout_s))
 
 
+#: The same signal again within this many seconds is the same request, not a second one.
+REPEAT_WINDOW_S = 1.0
+
+
 class _Shutdown:
     """Signal bookkeeping for one ``run``: first signal asks, second insists."""
 
     def __init__(self, timeout_s: float | None) -> None:
         self.requested = asyncio.Event()
         self.received: list[int] = []
+        self.last_at = 0.0
         self.timeout_s = timeout_s
         self.main_task: asyncio.Task[int | None] | None = None
 
     def on_signal(self, signum: int) -> None:
-        self.received.append(signum)
+        now = time.monotonic()
         name = signal.Signals(signum).name
+        if self.received and signum == self.received[-1] and now - self.last_at < REPEAT_WINDOW_S:
+            # One event delivered twice: a dying parent sends its parent-death signal
+            # once per exiting thread, and a double Ctrl-C is one request.
+            logger.debug("repeated signal ignored", extra={"signal": name})
+            return
+        self.received.append(signum)
+        self.last_at = now
         if len(self.received) == 1:
             logger.info("shutdown requested", extra={"signal": name})
             self.requested.set()

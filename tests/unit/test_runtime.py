@@ -501,6 +501,12 @@ CHILD_MAIN = textwrap.dedent(
         if os.environ.get("IGNORE_FIRST_SIGNAL"):
             print("GOT-FIRST-SIGNAL", flush=True)
             await asyncio.get_running_loop().create_future()  # hangs: needs a 2nd
+        if os.environ.get("SLOW_SHUTDOWN"):
+            # A shutdown that takes a while (flushes...): a repeated signal lands in it.
+            try:
+                await asyncio.wait_for(asyncio.get_running_loop().create_future(), 2.0)
+            except TimeoutError:
+                pass
         print("SHUTDOWN-RAN", flush=True)
         return 0
 
@@ -549,3 +555,20 @@ def test_read_with_backup_blocking_falls_back_as_config_manager(tmp_path: Path) 
     path.write_text("garbage")
     with pytest.raises(ValueError):
         read_with_backup_blocking(path, int)
+
+
+def test_run_same_signal_repeated_at_once_counts_once(
+    start_process: Callable[..., ManagedProcess],
+) -> None:
+    """A parent dying with several threads sends its parent-death SIGTERM once per
+    thread: two SIGTERMs in a row are one request, so the shutdown still runs."""
+    proc = start_process(["-c", CHILD_MAIN], name="twice", ready=READY, env={"SLOW_SHUTDOWN": "1"})
+    proc.send_signal(signal.SIGTERM)
+    # The second only after the first was handled (pending signals would coalesce).
+    wait_until_sync(
+        lambda: "shutdown requested" in proc.stderr_path.read_text(), what="first handled"
+    )
+    proc.send_signal(signal.SIGTERM)
+    wait_until_sync(lambda: not proc.running, timeout=10, what="exit after the shutdown")
+    assert proc.returncode == 0, proc.tail()
+    assert "SHUTDOWN-RAN" in proc.output()
