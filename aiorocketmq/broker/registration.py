@@ -21,7 +21,7 @@ from typing import Final
 from aiorocketmq.broker.config import BrokerConfig
 from aiorocketmq.broker.outer_api import BrokerIdentity, BrokerOuterAPI, RegisterResult
 from aiorocketmq.broker.topic_config import TopicConfigManager
-from aiorocketmq.common.constants import PERM_READ, PERM_WRITE
+from aiorocketmq.common.constants import is_readable, is_writeable
 from aiorocketmq.common.topic_config import DataVersion, TopicConfigSerializeWrapper
 from aiorocketmq.runtime.lifecycle import Periodic, Service
 
@@ -36,10 +36,6 @@ UNREGISTER_TIMEOUT_MS: Final = 3_000
 
 #: Called with ``(master_addr, ha_server_addr)`` when a slave learns them.
 MasterListener = Callable[[str | None, str | None], None]
-
-
-def _is_rw(perm: int) -> bool:
-    return bool(perm & PERM_READ) and bool(perm & PERM_WRITE)
 
 
 class BrokerRegistrar(Service):
@@ -108,7 +104,7 @@ class BrokerRegistrar(Service):
         its own perm on every topic (``registerBrokerAll``)."""
         wrapper = self._topics.build_serialize_wrapper()
         perm = self._cfg.broker_permission
-        if _is_rw(perm):
+        if is_readable(perm) and is_writeable(perm):
             return wrapper
         table = {
             name: dataclasses.replace(tc, perm=perm)
