@@ -165,6 +165,11 @@ class RebalanceImpl:
         self.retry_soon = False
         """Set when the last rebalance left work undone (a lock refused, a queue busy, an error)."""
         self._lock = asyncio.Lock()
+        # Queues whose LOCK_BATCH_MQ was sent and not yet answered "refused" or unlocked.
+        # A rebalance cancelled between the broker's grant and the process queue's entry
+        # (shutdown during the start-offset lookup) would otherwise leave a lock only
+        # the 60 s expiry releases; unlock_all releases these too.
+        self._lock_requested: set[MessageQueue] = set()
 
     # -- rebalance ----------------------------------------------------------------------
 
@@ -328,6 +333,7 @@ class RebalanceImpl:
         found = self.instance.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, True)
         if found is None:
             return False
+        self._lock_requested.add(mq)
         try:
             locked = await self.instance.api.lock_batch_mq(
                 found.address, self._lock_body([mq]), LOCK_TIMEOUT_MS
@@ -335,6 +341,8 @@ class RebalanceImpl:
         except MQClientError as exc:
             log.warning("lock failed mq=%s error=%s", mq, exc)
             return False
+        if mq not in locked:
+            self._lock_requested.discard(mq)
         now = int(time.monotonic() * 1000)
         for locked_mq in locked:
             pq = self.process_queue_table.get(locked_mq)
@@ -373,6 +381,7 @@ class RebalanceImpl:
         found = self.instance.find_broker_address_in_subscribe(mq.broker_name, MASTER_ID, True)
         if found is None:
             return
+        self._lock_requested.discard(mq)
         try:
             await self.instance.api.unlock_batch_mq(
                 found.address,
@@ -383,9 +392,12 @@ class RebalanceImpl:
             log.warning("unlock failed mq=%s error=%s", mq, exc)
 
     async def unlock_all(self) -> None:
-        """Release every owned queue's lock and wait for the brokers' answers (shutdown)."""
+        """Release every owned queue's lock and wait for the brokers' answers (shutdown).
+
+        Also queues whose lock was requested but never reached the process queue table.
+        """
         by_broker: dict[str, list[MessageQueue]] = {}
-        for mq in self.process_queue_table:
+        for mq in set(self.process_queue_table) | self._lock_requested:
             by_broker.setdefault(mq.broker_name, []).append(mq)
         for broker_name, mqs in sorted(by_broker.items()):
             found = self.instance.find_broker_address_in_subscribe(broker_name, MASTER_ID, True)
@@ -400,6 +412,7 @@ class RebalanceImpl:
             except MQClientError as exc:
                 log.warning("unlock all failed broker=%s error=%s", broker_name, exc)
                 continue
+            self._lock_requested.difference_update(mqs)
             for mq in mqs:
                 pq = self.process_queue_table.get(mq)
                 if pq is not None:

@@ -3,6 +3,7 @@ real in-process broker."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -182,4 +183,48 @@ async def test_orderly_queue_is_added_only_once_its_broker_lock_is_ours(
         assert rb.process_queue_table[q0].locked
         # Dropping it releases the lock: the other client can take it at once.
         assert await rb.update_process_queue_table("TopicC", set()) is True
+        assert await admin.instance.api.lock_batch_mq(broker.address, other, 3_000) == {q0}
+
+
+class StuckOffsetStore(RemoteBrokerOffsetStore):
+    """A broker offset store whose reads never answer (a start-offset lookup in flight)."""
+
+    entered: asyncio.Event
+
+    async def read_offset(self, mq: MessageQueue, type_: object) -> int:  # type: ignore[override]
+        self.entered.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+async def test_unlock_all_releases_a_lock_granted_to_a_cancelled_rebalance(
+    namesrv: NamesrvController, start_broker: StartBroker
+) -> None:
+    broker = await start_broker("broker-a")
+    await _produce(namesrv.address, "TopicD", 2)
+    async with PullConsumer("CG-admin", client_config=_client(namesrv.address, "a")) as admin:
+        store = StuckOffsetStore(admin.instance, "CG-cancel")
+        store.entered = asyncio.Event()
+        rb = RebalanceImpl(
+            admin.instance,
+            "CG-cancel",
+            MessageModel.CLUSTERING,
+            strategy=allocate_averagely,
+            store=store,
+            host=Host(admin),
+            orderly=True,
+        )
+        await admin.instance.update_topic_route("TopicD")
+        q0 = mqs("TopicD", 0)[0]
+        other = LockBatchRequestBody("CG-cancel", "another-client", [q0])
+        # Shutdown cancels the rebalance after the broker granted the lock, while the
+        # queue's start offset is being looked up (so it is not in the table yet).
+        adding = asyncio.create_task(rb.update_process_queue_table("TopicD", {q0}))
+        async with asyncio.timeout(5):
+            await store.entered.wait()
+        adding.cancel()
+        await asyncio.gather(adding, return_exceptions=True)
+        assert q0 not in rb.process_queue_table
+        assert await admin.instance.api.lock_batch_mq(broker.address, other, 3_000) == set()
+        await rb.unlock_all()
         assert await admin.instance.api.lock_batch_mq(broker.address, other, 3_000) == {q0}
