@@ -5,6 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
+TEST_WORKERS ?= 2
 # Stock Node.js client (ali-ons) for the interop tests, pinned by package-lock.json.
 NODE_DIR   := tests/interop/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed
@@ -58,9 +59,11 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	npm ci --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error
 	touch $@
 
-## test: lint, then the whole suite
+## test: lint, then the suite on two xdist workers (most process tests wait on timers and
+## children, so two workers cut the wall time by a third on two cores); tests of one module stay in
+## one worker (--dist loadfile), so a module-scoped cluster is started once
 test: lint compose-check interop-deps
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 ## bench: every benchmark, figures printed
 bench: $(STAMP)

@@ -13,7 +13,10 @@ Owns:
 - ``pid_registry``: the session's child PIDs, leftovers killed by PID at the end;
 - ``start_process``: ``ManagedProcess`` factory whose teardown stops what is
   still running and asserts a clean exit;
-- ``vectors_dir``: ``<repo>/../shared/vectors``, or ``$AIOROCKETMQ_SHARED/vectors``.
+- ``vectors_dir``: ``<repo>/../shared/vectors``, or ``$AIOROCKETMQ_SHARED/vectors``;
+- the terminal summary's extra lines (leftover PIDs killed, chaos reports), also
+  under pytest-xdist (``make test`` runs two workers): each worker hands its lines
+  to the controller in ``workeroutput`` when it finishes.
 
 Must not: hard-code absolute paths or ports, skip tests for missing inputs
 (a missing vectors directory is a failure), or sleep.
@@ -31,6 +34,7 @@ from typing import Any
 import pytest
 from pytest_asyncio import is_async_test
 
+from tests.chaos.report import REPORT_LINES
 from tests.support.procs import ManagedProcess, PidRegistry
 from tests.support.vectors import locate_vectors_dir
 
@@ -176,12 +180,32 @@ def pid_registry(pytestconfig: pytest.Config) -> Iterator[PidRegistry]:
     pytestconfig.stash[_LEFTOVER_PIDS].extend(registry.kill_leftovers())
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # An xdist worker: its terminal summary is never shown, so hand the lines over.
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["leftover_pids"] = list(session.config.stash.get(_LEFTOVER_PIDS, []))
+        output["chaos_report_lines"] = list(REPORT_LINES)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """xdist controller: collect what a finished worker handed over."""
+    output = getattr(node, "workeroutput", {})
+    node.config.stash.setdefault(_LEFTOVER_PIDS, []).extend(output.get("leftover_pids", []))
+    REPORT_LINES.extend(output.get("chaos_report_lines", []))
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     leftovers = config.stash.get(_LEFTOVER_PIDS, [])
     if leftovers:
         terminalreporter.write_line(
             f"killed leftover child processes by PID at session end: {leftovers}", red=True
         )
+    if REPORT_LINES:
+        terminalreporter.section("chaos reports")
+        for line in REPORT_LINES:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture
