@@ -60,10 +60,10 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	touch $@
 
 ## test: lint, then the suite on two xdist workers (most process tests wait on timers and
-## children, so two workers cut the wall time by a third on two cores); tests of one module stay in
-## one worker (--dist loadfile), so a module-scoped cluster is started once
+## children, so two workers cut the wall time by a third on two cores); groups set in
+## tests/conftest.py keep a module's tests, and all Spark tests, on one worker
 test: lint compose-check interop-deps
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 ## bench: every benchmark, figures printed
 bench: $(STAMP)

@@ -180,6 +180,20 @@ def pid_registry(pytestconfig: pytest.Config) -> Iterator[PidRegistry]:
     pytestconfig.stash[_LEFTOVER_PIDS].extend(registry.kill_leftovers())
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """xdist scheduling groups (``make test`` runs ``--dist loadgroup``): a module's
+    tests stay on one worker (module-scoped clusters start once), and every Spark
+    test shares one worker (a SparkSession takes ~15 s to start)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        module = item.nodeid.split("::", 1)[0]
+        group = "spark" if item.get_closest_marker("spark") is not None else module
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     # An xdist worker: its terminal summary is never shown, so hand the lines over.
     output = getattr(session.config, "workeroutput", None)
