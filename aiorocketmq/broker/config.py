@@ -5,9 +5,10 @@ Owns: ``BrokerConfig`` (every key of ``common/.../BrokerConfig.java`` a
 ``{"important": True}`` schema metadata) and ``load_broker_settings``, which
 splits ONE properties mapping between ``BrokerConfig``, ``MessageStoreConfig``
 and ``RemotingServerConfig`` as ``BrokerStartup`` fills its four objects from the
-same file, then applies BrokerStartup's fix-ups (listenPort 10911, haListenPort
-= listenPort + 1, master brokerId 0, slave brokerId > 0). ``render_settings``
-gives the ``mqbroker -p`` / ``-m`` text.
+same file (the ``tls.*`` keys go to both remoting configs' ``tls``; the client's
+``useTLS`` follows BrokerStartup), then applies BrokerStartup's fix-ups
+(listenPort 10911, haListenPort = listenPort + 1, master brokerId 0, slave
+brokerId > 0). ``render_settings`` gives the ``mqbroker -p`` / ``-m`` text.
 
 Must not: read the environment or the file system (the CLI reads the file,
 resolves brokerIP1/brokerIP2 to the primary local IPv4 and reads
@@ -32,6 +33,7 @@ from aiorocketmq.common.constants import PERM_READ, PERM_WRITE, RMQ_SYS_TRACE_TO
 from aiorocketmq.common.properties_file import format_properties
 from aiorocketmq.common.settings import ConfigError, model_keys, validate_settings
 from aiorocketmq.remoting.config import RemotingClientConfig, RemotingServerConfig
+from aiorocketmq.remoting.tls import TLS_KEYS, tls_config_from_properties
 from aiorocketmq.store.config import BrokerRole, MessageStoreConfig
 
 __all__ = [
@@ -60,7 +62,7 @@ NETTY_IGNORED_KEYS: Final = frozenset(
         "writeBufferHighWaterMark", "writeBufferLowWaterMark",
         "clientWorkerThreads", "clientCallbackExecutorThreads", "channelNotActiveInterval",
         "clientSocketSndBufSize", "clientSocketRcvBufSize", "clientPooledByteBufAllocatorEnable",
-        "clientCloseSocketIfTimeout", "useTLS",
+        "clientCloseSocketIfTimeout",
     }
 )  # fmt: skip
 """RocketMQ keys a broker.conf may carry that we accept and ignore (reported apart)."""
@@ -264,6 +266,8 @@ class BrokerSettings:
         for model in (self.broker, self.remoting, self.client, self.store):
             for name, info in type(model).model_fields.items():
                 key = info.alias or name
+                if info.exclude:
+                    continue  # tls: not printed (Java prints none; keyPassword stays private)
                 if key in seen or (important_only and not is_important(info)):
                     continue
                 seen.add(key)
@@ -298,7 +302,9 @@ def load_broker_settings(
     store_keys = MessageStoreConfig.known_keys()
     remoting_keys = model_keys(RemotingServerConfig)
     client_keys = model_keys(RemotingClientConfig)
-    known = broker_keys | store_keys | remoting_keys | client_keys | NETTY_IGNORED_KEYS
+    remoting_keys -= {"tls"}
+    client_keys -= {"tls"}
+    known = broker_keys | store_keys | remoting_keys | client_keys | NETTY_IGNORED_KEYS | TLS_KEYS
     unknown = sorted(k for k in properties if k not in known)
     broker_values = {k: v for k, v in properties.items() if k in broker_keys}
     for name, value in (overrides or {}).items():
@@ -307,14 +313,17 @@ def load_broker_settings(
         broker_values[name] = value
     remoting_values: dict[str, Any] = {"listenPort": BROKER_LISTEN_PORT}
     remoting_values.update({k: v for k, v in properties.items() if k in remoting_keys})
+    tls = tls_config_from_properties(properties)
+    remoting_values["tls"] = tls
     remoting = validate_settings(RemotingServerConfig, remoting_values)
     store = validate_settings(
         MessageStoreConfig, {k: v for k, v in properties.items() if k in store_keys}
     )
     broker = validate_settings(BrokerConfig, broker_values)
-    client = validate_settings(
-        RemotingClientConfig, {k: v for k, v in properties.items() if k in client_keys}
-    )
+    # BrokerStartup: useTLS = tls.enable, unset: tls.server.mode == enforcing; the file wins.
+    client_values: dict[str, Any] = {"useTLS": tls.client_enabled(), "tls": tls}
+    client_values.update({k: v for k, v in properties.items() if k in client_keys})
+    client = validate_settings(RemotingClientConfig, client_values)
     settings = _fix_up(broker, store, remoting, properties)
     ignored = sorted(k for k in properties if k in NETTY_IGNORED_KEYS)
     return dataclasses.replace(settings, client=client, unknown_keys=unknown, ignored_keys=ignored)

@@ -115,7 +115,9 @@ class BrokerController(Service):
             store_kwargs["total_physical_memory"] = total_physical_memory
         self.store = MessageStore(settings.store, **store_kwargs)
         self.ctx = self._build_context(settings.store.root_dir)
-        self.ha = HAService(settings.store)
+        tls = settings.remoting.tls if settings.remoting.tls.ha_enable else None
+        client_tls = tls if tls is not None and settings.client.use_tls else None
+        self.ha = HAService(settings.store, tls=tls, client_tls=client_tls)
         self.ha.install(self.store)
         self.metrics = BrokerMetrics(settings, self.ctx, self.ha)
         self.table: ProcessorTable = self.metrics.table
@@ -142,7 +144,11 @@ class BrokerController(Service):
             self.ctx, self.transactions, invoke_oneway=self.server.invoke_oneway
         )
         self.slave_sync = SlaveSynchronize(
-            self.ctx.topics, self.ctx.groups, self.ctx.offsets, self._install_delay_offsets
+            self.ctx.topics,
+            self.ctx.groups,
+            self.ctx.offsets,
+            self._install_delay_offsets,
+            client_config=settings.client,
         )
         self.registrar = BrokerRegistrar(
             settings.broker,

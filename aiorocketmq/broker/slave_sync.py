@@ -33,6 +33,7 @@ from aiorocketmq.common.topic_config import TopicConfigSerializeWrapper
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
+from aiorocketmq.remoting.config import RemotingClientConfig
 from aiorocketmq.remoting.errors import RemotingError
 from aiorocketmq.runtime.lifecycle import Periodic, Service
 
@@ -55,6 +56,7 @@ class SlaveSynchronize(Service):
         topics, groups, offsets: the slave's managers to update.
         delay_offsets: installs the master's delay offsets (None: skipped).
         interval_ms: the period (10 s).
+        client_config: the broker's remoting client settings (useTLS...).
     """
 
     def __init__(
@@ -65,6 +67,7 @@ class SlaveSynchronize(Service):
         delay_offsets: DelayOffsetSink | None = None,
         *,
         interval_ms: int = SLAVE_SYNC_INTERVAL_MS,
+        client_config: RemotingClientConfig | None = None,
     ) -> None:
         super().__init__("SlaveSynchronize")
         self._topics = topics
@@ -72,7 +75,8 @@ class SlaveSynchronize(Service):
         self._offsets = offsets
         self._delay_offsets = delay_offsets
         self._interval_s = interval_ms / 1000
-        self._client = RemotingClient()
+        # The broker's NettyClientConfig: TLS to the master when useTLS is on.
+        self._client = RemotingClient(client_config)
         self._job: Periodic | None = None
         self.master_addr: str | None = None
         self.syncs = 0

@@ -8,8 +8,9 @@ Usage::
 Owns: RocketMQ's ``BrokerStartup`` command line (``-c`` file, ``-n`` name servers,
 ``-p`` print every setting and exit, ``-m`` the important ones), the environment
 (``NAMESRV_ADDR`` when neither file nor flag names name servers, ``ROCKETMQ_HOME``,
-``~`` in store paths), resolving ``brokerIP1`` when unset, logging, uvloop, and the
-one machine-readable ready line on stdout once the broker serves::
+``~`` in store paths), the ``tls.config.file`` file, resolving ``brokerIP1`` when
+unset, logging, uvloop, and the one machine-readable ready line on stdout once the
+broker serves::
 
     mqbroker ready address=127.0.0.1:10911 name=broker-a id=0 pid=4242
 
@@ -37,6 +38,7 @@ from aiorocketmq.broker.config import BrokerSettings, load_broker_settings, rend
 from aiorocketmq.broker.controller import BrokerController
 from aiorocketmq.common.properties_file import parse_properties
 from aiorocketmq.common.settings import ConfigError
+from aiorocketmq.remoting.tls import tls_file_properties
 from aiorocketmq.runtime import run, serve_until_stopped, setup_logging
 
 __all__ = ["build_parser", "load_settings", "local_address", "main"]
@@ -104,6 +106,7 @@ def load_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Broke
             properties = parse_properties(Path(args.config).read_text("utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ConfigError(f"cannot read {args.config}: {exc}") from None
+    properties = tls_file_properties(properties)  # tls.config.file's keys win, as Java
     overrides: dict[str, Any] = {}
     if args.namesrv:
         overrides["namesrv_addr"] = args.namesrv

@@ -4,9 +4,9 @@ Usage::
 
     mqnamesrv [-c namesrv.properties] [-p PORT] [-n HOST] [--print-config] [--log-level L]
 
-Owns: the command line, reading the ``.properties`` file and the environment
-(``ROCKETMQ_HOME``; ``~`` in paths), logging setup, uvloop, and the one
-machine-readable ready line on stdout once the port is bound::
+Owns: the command line, reading the ``.properties`` file (and ``tls.config.file``)
+and the environment (``ROCKETMQ_HOME``; ``~`` in paths), logging setup, uvloop,
+and the one machine-readable ready line on stdout once the port is bound::
 
     mqnamesrv ready address=127.0.0.1:9876 pid=4242
 
@@ -36,6 +36,7 @@ from aiorocketmq.namesrv.config import (
 )
 from aiorocketmq.namesrv.server import NamesrvController
 from aiorocketmq.remoting.config import RemotingServerConfig
+from aiorocketmq.remoting.tls import tls_file_properties
 from aiorocketmq.runtime import run, serve_until_stopped, setup_logging
 
 __all__ = ["build_parser", "load_config", "main"]
@@ -78,6 +79,7 @@ def load_config(
             properties = parse_properties(Path(args.config).read_text("utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ConfigError(f"cannot read {args.config}: {exc}") from None
+    properties = tls_file_properties(properties)  # tls.config.file's keys win, as Java
     overrides: dict[str, Any] = {}
     if args.port is not None:
         overrides["listen_port"] = args.port
@@ -108,7 +110,7 @@ async def _serve(
     controller = NamesrvController(config, remoting)
     try:
         await controller.start()
-    except OSError as exc:
+    except (OSError, ConfigError) as exc:  # ConfigError: unusable TLS certificates
         log.error("name server failed to start: %s", exc)
         return 1
     # The one machine-readable line: tests and launchers wait for it.

@@ -15,11 +15,12 @@ import socket
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from aiorocketmq.common.msg_id import build_client_id
 from aiorocketmq.remoting.config import RemotingClientConfig
+from aiorocketmq.remoting.tls import TlsConfig
 
 __all__ = ["ClientConfig", "ProducerConfig", "PullConsumerConfig", "PushConsumerConfig", "local_ip"]
 
@@ -68,6 +69,32 @@ class ClientConfig(BaseModel):
         default_factory=RemotingClientConfig,
         description="aiorocketmq: the remoting client (connect timeout, header serialization).",
     )
+    use_tls: bool = Field(
+        False,
+        alias="useTLS",
+        description="Connect to name servers and brokers with TLS (Java's useTLS / tls.enable).",
+    )
+    tls: TlsConfig | None = Field(
+        None,
+        description=(
+            "aiorocketmq: TLS client settings (tls.client.authServer, trustCertPath, "
+            "certPath, keyPath...); None: those of ``remoting``."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _tls_into_remoting(self) -> ClientConfig:
+        # The remoting client reads use_tls/tls from ``remoting``: copy ours there once,
+        # so ClientConfig(use_tls=True) is all a user writes.
+        update: dict[str, object] = {}
+        if self.use_tls and not self.remoting.use_tls:
+            update["use_tls"] = True
+        if self.tls is not None and self.tls != self.remoting.tls:
+            update["tls"] = self.tls
+        if update:
+            # Frozen model: set the derived field directly, during validation only.
+            object.__setattr__(self, "remoting", self.remoting.model_copy(update=update))
+        return self
 
     def client_id(self) -> str:
         """``ip@instanceName[@unitName]``, with DEFAULT replaced by the process id."""

@@ -5,7 +5,8 @@ defaults, plus the listen address of ``NettyServerConfig`` with the name server'
 9876, plus the liveness timers, which Java hard-codes and we make settable) and
 ``load_namesrv_config``, which splits one ``namesrv.properties`` mapping between
 ``NamesrvConfig`` and the remoting server's ``RemotingServerConfig``, as Java's
-``NamesrvStartup`` fills both objects from the same file. A key neither model
+``NamesrvStartup`` fills both objects from the same file (the ``tls.*`` keys go
+to the remoting config's ``tls``). A key no model
 knows is reported back (the CLI warns); a bad value raises ``ConfigError`` naming
 the key.
 
@@ -23,6 +24,7 @@ from pydantic.alias_generators import to_camel
 
 from aiorocketmq.common.settings import ConfigError, model_keys, validate_settings
 from aiorocketmq.remoting.config import RemotingServerConfig
+from aiorocketmq.remoting.tls import TLS_KEYS, tls_config_from_properties
 
 __all__ = ["ConfigError", "NamesrvConfig", "config_items", "load_namesrv_config"]
 
@@ -118,8 +120,9 @@ def load_namesrv_config(
     """
     namesrv_keys = model_keys(NamesrvConfig)
     remoting_keys = model_keys(RemotingServerConfig) - {"listenPort", "listen_port"}
-    remoting_keys -= {"listenHost", "listen_host"}
-    unknown = sorted(k for k in properties if k not in namesrv_keys and k not in remoting_keys)
+    remoting_keys -= {"listenHost", "listen_host", "tls"}
+    known = namesrv_keys | remoting_keys | TLS_KEYS
+    unknown = sorted(k for k in properties if k not in known)
     namesrv_values: dict[str, Any] = {k: v for k, v in properties.items() if k in namesrv_keys}
     for name, value in (overrides or {}).items():
         field = NamesrvConfig.model_fields[name]
@@ -129,6 +132,7 @@ def load_namesrv_config(
     remoting = validate_settings(
         RemotingServerConfig, {k: v for k, v in properties.items() if k in remoting_keys}
     )
+    remoting = remoting.model_copy(update={"tls": tls_config_from_properties(properties)})
     return namesrv, namesrv.remoting_config(remoting), unknown
 
 
@@ -142,6 +146,6 @@ def config_items(*models: BaseModel) -> Iterator[tuple[str, object]]:
     for model in models:
         for name, field in type(model).model_fields.items():
             key = field.alias or name
-            if key not in seen:
+            if key not in seen and not field.exclude:  # tls: not shown, as Java
                 seen.add(key)
                 yield key, getattr(model, name)

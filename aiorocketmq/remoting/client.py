@@ -3,7 +3,9 @@
 Owns: the connection table (``host:port`` -> connection), connecting (concurrent
 callers share one connect attempt), reconnecting on the next request after a
 connection closed, the in-flight bounds (RocketMQ's async and oneway semaphores),
-and idle-connection expiry.
+idle-connection expiry, and TLS when ``use_tls`` is on (the SSL context is built
+once, in a thread, on the first connect; the handshake counts against the connect
+timeout).
 
 Must not: retry a failed request (callers decide: a producer retries another
 broker, a pull is rescheduled) or interpret response codes.
@@ -13,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
+from typing import Any
 
 from aiorocketmq.remoting.codes import SerializeType
 from aiorocketmq.remoting.command import RemotingCommand
@@ -23,6 +27,7 @@ from aiorocketmq.remoting.errors import (
     RemotingConnectError,
     RemotingSendRequestError,
 )
+from aiorocketmq.remoting.tls import TlsConfigError, build_client_context
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +70,7 @@ class RemotingClient:
         self._closed = False
         self._stopping = asyncio.Event()
         self._idle_task: asyncio.Task[None] | None = None
+        self._ssl_context: asyncio.Future[ssl.SSLContext] | None = None
 
     @property
     def addresses(self) -> list[str]:
@@ -171,8 +177,11 @@ class RemotingClient:
                 on_lost=lambda c: self._on_lost(address, c),
             )
 
+        kwargs = await self._tls_kwargs(address, timeout_s)
         try:
-            _, conn = await asyncio.wait_for(loop.create_connection(factory, host, port), timeout_s)
+            _, conn = await asyncio.wait_for(
+                loop.create_connection(factory, host, port, **kwargs), timeout_s
+            )
         except (OSError, TimeoutError) as exc:
             raise RemotingConnectError(
                 f"connect failed: {exc or type(exc).__name__}", address=address
@@ -184,6 +193,23 @@ class RemotingClient:
         self._ensure_idle_task()
         log.debug("connected address=%s", address)
         return conn
+
+    async def _tls_kwargs(self, address: str, timeout_s: float) -> dict[str, Any]:
+        """``create_connection``'s TLS arguments (none without ``use_tls``)."""
+        if not self.config.use_tls:
+            return {}
+        if self._ssl_context is None:
+            # Built once, off the loop (it reads files); concurrent connects share it.
+            self._ssl_context = asyncio.ensure_future(
+                asyncio.to_thread(build_client_context, self.config.tls)
+            )
+            # A failure is re-raised to every caller; mark it retrieved even if all left.
+            self._ssl_context.add_done_callback(lambda f: f.cancelled() or f.exception())
+        try:
+            context = await asyncio.shield(self._ssl_context)
+        except TlsConfigError as exc:
+            raise RemotingConnectError(f"TLS client settings: {exc}", address=address) from exc
+        return {"ssl": context, "ssl_handshake_timeout": timeout_s}
 
     def _on_lost(self, address: str, conn: RemotingConnection) -> None:
         if self._connections.get(address) is conn:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from aiorocketmq.remoting.frame import DEFAULT_MAX_FRAME_LENGTH
+from aiorocketmq.remoting.tls import TlsConfig
 
 
 class _RemotingModel(BaseModel):
@@ -54,6 +55,11 @@ class RemotingServerConfig(_RemotingModel):
         ge=1024,
         description="aiorocketmq: bytes queued to a slow peer before reading from it pauses.",
     )
+    tls: TlsConfig = Field(
+        default_factory=TlsConfig,
+        exclude=True,
+        description="The tls.* settings (tls.server.mode...); loaded from their own keys.",
+    )
 
 
 class RemotingClientConfig(_RemotingModel):
@@ -82,4 +88,12 @@ class RemotingClientConfig(_RemotingModel):
     )
     write_buffer_high_water: int = Field(
         4 * 1024 * 1024, ge=1024, description="aiorocketmq: bytes queued before writers wait."
+    )
+    use_tls: bool = Field(
+        False, alias="useTLS", description="Connect with TLS (NettyClientConfig.useTLS)."
+    )
+    tls: TlsConfig = Field(
+        default_factory=TlsConfig,
+        exclude=True,
+        description="The tls.client.* settings used when use_tls is on.",
     )

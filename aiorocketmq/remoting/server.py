@@ -3,7 +3,9 @@
 Owns: the listening socket (port 0 picks a free port; the bound address is
 readable), the set of live connections, close notifications for upper layers
 (a name server evicts a broker at once when its connection closes), idle-connection
-expiry, and server-to-client requests bounded by RocketMQ's semaphores.
+expiry, and server-to-client requests bounded by RocketMQ's semaphores. With
+``tls.server.mode`` permissive or enforcing the listener is a ``TlsServer``
+(``tls_listener.py``); disabled keeps ``loop.create_server``.
 
 Must not: interpret request codes; that is the processors' job.
 """
@@ -18,6 +20,8 @@ from collections.abc import Callable
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.config import RemotingServerConfig
 from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection, acquire_slot
+from aiorocketmq.remoting.tls import build_server_context
+from aiorocketmq.remoting.tls_listener import TlsServer, start_tls_server
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +48,7 @@ class RemotingServer:
         self.config = config or RemotingServerConfig()
         self.name = name
         self._processors = processors
-        self._server: asyncio.base_events.Server | None = None
+        self._server: asyncio.base_events.Server | TlsServer | None = None
         self._connections: set[RemotingConnection] = set()
         self._open_listeners: list[ConnectionListener] = []
         self._close_listeners: list[ConnectionListener] = []
@@ -77,18 +81,31 @@ class RemotingServer:
     async def start(self) -> None:
         """Bind and start accepting; ``listen_port`` 0 picks a free port."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._make_protocol,
-            self.config.listen_host,
-            self.config.listen_port,
-            reuse_address=True,
-            backlog=1024,
-        )
+        tls = self.config.tls
+        if tls.server_enabled:
+            context = await asyncio.to_thread(build_server_context, tls)
+            self._server = await start_tls_server(
+                self._make_protocol,
+                self.config.listen_host,
+                self.config.listen_port,
+                context,
+                tls.server_mode,
+                handshake_timeout_s=tls.handshake_timeout_s,
+                name=self.name,
+            )
+        else:
+            self._server = await loop.create_server(
+                self._make_protocol,
+                self.config.listen_host,
+                self.config.listen_port,
+                reuse_address=True,
+                backlog=1024,
+            )
         sockname = self._server.sockets[0].getsockname()
         self.host, self.port = sockname[0], sockname[1]
         if self.config.server_channel_max_idle_time_seconds > 0:
             self._idle_task = loop.create_task(self._idle_loop(), name=f"{self.name}-idle")
-        log.info("%s listening address=%s", self.name, self.address)
+        log.info("%s listening address=%s tls=%s", self.name, self.address, tls.server_mode)
 
     async def shutdown(self, grace_s: float = 2.0) -> None:
         """Stop accepting, close every connection and wait for them (idempotent)."""

@@ -36,6 +36,8 @@ from typing import Final
 from aiorocketmq.broker.ha.codec import HAProtocolError, ReportDecoder, encode_header
 from aiorocketmq.broker.ha.group_transfer import GroupTransfer
 from aiorocketmq.common.clock import Clock, SystemClock
+from aiorocketmq.remoting.tls import TlsConfig, build_server_context
+from aiorocketmq.remoting.tls_listener import TlsServer, start_tls_server, stream_protocol_factory
 from aiorocketmq.runtime.lifecycle import Service
 from aiorocketmq.store.message_store import MessageStore
 
@@ -84,6 +86,8 @@ class HAServer(Service):
         host: interface to listen on.
         port: ``haListenPort`` (0 picks a free port; see ``port`` after start).
         clock: housekeeping and heartbeat timing.
+        tls: TLS settings; permissive or enforcing ``tls.server.mode`` makes the
+            listener a ``TlsServer`` (None or disabled: plaintext, as Java's HA).
     """
 
     def __init__(
@@ -93,8 +97,10 @@ class HAServer(Service):
         host: str = "0.0.0.0",
         port: int | None = None,
         clock: Clock | None = None,
+        tls: TlsConfig | None = None,
     ) -> None:
         super().__init__("ha-server")
+        self._tls = tls
         config = store.config
         self.store = store
         self.host = host
@@ -111,16 +117,30 @@ class HAServer(Service):
             connection_count=lambda: len(self.connections),
             on_wait=self.wakeup_all,
         )
-        self._server: asyncio.Server | None = None
+        self._server: asyncio.Server | TlsServer | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
     async def on_start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._on_accept, self.host, self.port, reuse_address=True
-        )
+        tls = self._tls
+        if tls is not None and tls.server_enabled:
+            context = await asyncio.to_thread(build_server_context, tls)
+            self._server = await start_tls_server(
+                stream_protocol_factory(self._on_accept),
+                self.host,
+                self.port,
+                context,
+                tls.server_mode,
+                handshake_timeout_s=tls.handshake_timeout_s,
+                name="ha-server",
+            )
+        else:
+            self._server = await asyncio.start_server(
+                self._on_accept, self.host, self.port, reuse_address=True
+            )
         self.port = self._server.sockets[0].getsockname()[1]
-        log.info("HA server listening host=%s port=%s", self.host, self.port)
+        mode = tls.server_mode if tls is not None else "disabled"
+        log.info("HA server listening host=%s port=%s tls=%s", self.host, self.port, mode)
 
     async def shutdown(self) -> None:
         """Stop accepting, close every slave connection, fail pending waits."""

@@ -28,6 +28,7 @@ import logging
 from aiorocketmq.broker.ha.master import HAServer
 from aiorocketmq.broker.ha.slave import HAClient
 from aiorocketmq.common.clock import Clock
+from aiorocketmq.remoting.tls import TlsConfig
 from aiorocketmq.runtime.lifecycle import Service, ServiceStateError
 from aiorocketmq.store.config import BrokerRole, MessageStoreConfig
 from aiorocketmq.store.message_store import MessageStore
@@ -46,6 +47,8 @@ class HAService(Service):
         port: override of ``haListenPort`` (0 = any free port); None keeps it.
         clock: housekeeping and heartbeat timing on a master.
         backoff_s, backoff_max_s: a slave's reconnect backoff.
+        tls: the master listener's TLS settings (``tls.server.mode``...); None: plaintext.
+        client_tls: a slave connects with TLS using these settings; None: plaintext.
 
     Attributes:
         server: the master side after ``install`` (None on a slave).
@@ -61,8 +64,12 @@ class HAService(Service):
         clock: Clock | None = None,
         backoff_s: float = 0.1,
         backoff_max_s: float = 5.0,
+        tls: TlsConfig | None = None,
+        client_tls: TlsConfig | None = None,
     ) -> None:
         super().__init__("ha-service")
+        self._tls = tls
+        self._client_tls = client_tls
         self.config = config
         self.role = config.broker_role
         self._host = host
@@ -86,7 +93,9 @@ class HAService(Service):
         if self.server is not None or self.client is not None:
             raise ServiceStateError("HAService.install() called twice")
         if self.is_master:
-            server = HAServer(store, host=self._host, port=self._port, clock=self._clock)
+            server = HAServer(
+                store, host=self._host, port=self._port, clock=self._clock, tls=self._tls
+            )
             self.server = server
             # Writers learn of new data from the dispatcher (ASYNC_MASTER) and from
             # SYNC_MASTER waits (GroupTransfer.on_wait), whichever comes first.
@@ -95,7 +104,9 @@ class HAService(Service):
                 store.replica_waiter = server.group_transfer.wait
         else:
             backoff_s, backoff_max_s = self._backoff
-            self.client = HAClient(store, backoff_s=backoff_s, backoff_max_s=backoff_max_s)
+            self.client = HAClient(
+                store, backoff_s=backoff_s, backoff_max_s=backoff_max_s, tls=self._client_tls
+            )
 
     async def on_start(self) -> None:
         side = self.server or self.client

@@ -28,7 +28,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Final
+import ssl
+from typing import Any, Final
 
 from aiorocketmq.broker.ha.codec import (
     HAProtocolError,
@@ -36,6 +37,7 @@ from aiorocketmq.broker.ha.codec import (
     TransferFrame,
     encode_report,
 )
+from aiorocketmq.remoting.tls import TlsConfig, build_client_context
 from aiorocketmq.runtime.lifecycle import Service
 from aiorocketmq.store.message_store import MessageStore
 
@@ -75,6 +77,7 @@ class HAClient(Service):
         store: the slave's store (its config gives intervals and ``haMasterAddress``).
         backoff_s: first retry delay after a failure.
         backoff_max_s: the cap of the doubling retry delay (Java retries every 5 s).
+        tls: connect with TLS using these client settings (None: plaintext).
 
     Attributes:
         master_address: where it connects (None: waits for one).
@@ -84,9 +87,16 @@ class HAClient(Service):
     """
 
     def __init__(
-        self, store: MessageStore, *, backoff_s: float = 0.1, backoff_max_s: float = 5.0
+        self,
+        store: MessageStore,
+        *,
+        backoff_s: float = 0.1,
+        backoff_max_s: float = 5.0,
+        tls: TlsConfig | None = None,
     ) -> None:
         super().__init__("ha-client")
+        self._tls = tls
+        self._ssl_context: ssl.SSLContext | None = None
         config = store.config
         self.store = store
         self.master_address: str | None = None
@@ -126,6 +136,8 @@ class HAClient(Service):
     # -- lifecycle -----------------------------------------------------------------------
 
     async def on_start(self) -> None:
+        if self._tls is not None:
+            self._ssl_context = await asyncio.to_thread(build_client_context, self._tls)
         self.spawn(self._run_loop(), name="connect")
 
     async def _run_loop(self) -> None:
@@ -151,12 +163,17 @@ class HAClient(Service):
         """One session; True if it appended anything (then reconnect without delay)."""
         try:
             host, port = parse_address(addr)
+            tls: dict[str, Any] = {}
+            if self._ssl_context is not None:
+                tls = {"ssl": self._ssl_context, "ssl_handshake_timeout": CONNECT_TIMEOUT_S}
             async with asyncio.timeout(CONNECT_TIMEOUT_S):
-                reader, writer = await asyncio.open_connection(host, port)
+                reader, writer = await asyncio.open_connection(host, port, **tls)
         except (OSError, TimeoutError, ValueError) as exc:
             log.debug("HA connect to %s failed: %r", addr, exc)
             return False
-        log.info("HA connected to master addr=%s own_offset=%s", addr, self.own_offset)
+        log.info(
+            "HA connected to master addr=%s own_offset=%s tls=%s", addr, self.own_offset, bool(tls)
+        )
         self.connected = True
         before = self.own_offset
         try:

@@ -124,5 +124,6 @@ def test_netty_keys_are_ignored_not_unknown_and_client_keys_load() -> None:
         {"serverWorkerThreads": "8", "useTLS": "false", "connectTimeoutMillis": "1234"}
     )
     assert s.unknown_keys == []
-    assert s.ignored_keys == ["serverWorkerThreads", "useTLS"]
+    assert s.ignored_keys == ["serverWorkerThreads"]  # useTLS now means TLS (issue 12)
     assert s.client.connect_timeout_millis == 1234
+    assert not s.client.use_tls
