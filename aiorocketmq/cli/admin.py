@@ -8,7 +8,8 @@ Commands (flags as RocketMQ 4.9.8's ``tools/command/**``): updateTopic,
 deleteTopic, topicList, topicRoute, topicStatus, clusterList, brokerStatus,
 updateSubGroup, deleteSubGroup, consumerProgress, consumerConnection,
 producerConnection, queryMsgByKey, queryMsgById, queryMsgByUniqueKey,
-queryMsgByOffset, printMsg, resetOffsetByTime, skipAccumulatedMessage.
+queryMsgByOffset, printMsg, resetOffsetByTime, skipAccumulatedMessage; and
+``dashboard`` (ours: a read-only web dashboard, served until interrupted).
 ``mqadmin <command> -h`` lists a command's flags.
 
 Without ``-n`` the name servers come from the ``NAMESRV_ADDR`` environment
@@ -40,6 +41,7 @@ from aiorocketmq.admin.ha_status import ha_status
 from aiorocketmq.admin.message_commands import MESSAGE_COMMANDS
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.common.errors import RocketMQError
+from aiorocketmq.dashboard.server import DEFAULT_PORT, dashboard
 
 __all__ = ["build_parser", "main"]
 
@@ -259,6 +261,22 @@ def _offset_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     _add(p, "f", "force", "set the force rollback by timestamp switch[true|false]")
 
 
+def _dashboard_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "dashboard", parents=[_common_parent()], help="Serve the web dashboard (aiorocketmq)"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
+    p.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"0 = a free port (default {DEFAULT_PORT})"
+    )
+    p.add_argument(
+        "--sampleInterval", type=float, default=5.0, help="seconds between TPS samples (default 5)"
+    )
+    p.add_argument(
+        "--refresh", type=int, default=10, help="cluster page reload seconds (0: off; default 10)"
+    )
+
+
 def _common_parent() -> argparse.ArgumentParser:
     """``-n``, which every command takes (Java's ``ServerUtil`` options)."""
     parent = argparse.ArgumentParser(add_help=False)
@@ -283,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     _group_commands(sub)
     _message_commands(sub)
     _offset_commands(sub)
+    _dashboard_command(sub)
     return parser
 
 
@@ -292,7 +311,9 @@ def _write(text: str) -> None:
 
 
 async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
-    command = {**COMMANDS, **MESSAGE_COMMANDS, "haStatus": ha_status}[args.command]
+    command = {**COMMANDS, **MESSAGE_COMMANDS, "haStatus": ha_status, "dashboard": dashboard}[
+        args.command
+    ]
     try:
         async with MQAdmin(namesrv_addr) as admin:
             await command(admin, args, _write)
@@ -321,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return asyncio.run(_run(args, namesrv_addr_of(args, os.environ)))
-    except KeyboardInterrupt:  # clusterList -i runs until interrupted
+    except KeyboardInterrupt:  # clusterList -i and dashboard run until interrupted
         return 130
     except BrokenPipeError:
         # The reader went away (``mqadmin topicList | head``): stop quietly, and keep
