@@ -45,6 +45,7 @@ from aiorocketmq.broker.processors.admin_stats import (
     BrokerStats,
     StoreStatsSampler,
 )
+from aiorocketmq.broker.processors.broker_config import BrokerConfigProcessor
 from aiorocketmq.broker.processors.client_manage import (
     ClientManageProcessor,
     ConsumerIdsChangedNotifier,
@@ -212,6 +213,9 @@ class BrokerController(Service):
         QueryProcessor(self.ctx).register(self.table)
         EndTransactionProcessor(self.ctx, self.transactions).register(self.table)
         ResetOffsetProcessor(self.ctx, self.server.invoke_oneway).register(self.table)
+        # mqbroker sets broker_config.config_path to its -c file (updates are persisted).
+        self.broker_config = BrokerConfigProcessor(self.ctx, self.settings)
+        self.broker_config.register(self.table)
         self.ctx.consumers.set_listener(self.notifier)
         self.store.add_arrival_listener(self.hold.on_arrival)
         self.server.add_connection_listener(on_close=self._on_connection_closed)

@@ -8,7 +8,10 @@ Commands (flags as RocketMQ 4.9.8's ``tools/command/**``): updateTopic,
 deleteTopic, topicList, topicRoute, topicStatus, clusterList, brokerStatus,
 updateSubGroup, deleteSubGroup, consumerProgress, consumerConnection,
 producerConnection, queryMsgByKey, queryMsgById, queryMsgByUniqueKey,
-queryMsgByOffset, printMsg, resetOffsetByTime, skipAccumulatedMessage; and
+queryMsgByOffset, printMsg, resetOffsetByTime, skipAccumulatedMessage,
+getBrokerConfig, updateBrokerConfig, wipeWritePerm, addWritePerm,
+topicClusterList (these five take ``--json``: one JSON document, keys in
+``aiorocketmq.admin.broker_commands``); and
 ``dashboard`` (ours: a read-only web dashboard, served until interrupted).
 ``mqadmin <command> -h`` lists a command's flags.
 
@@ -36,6 +39,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
+from aiorocketmq.admin.broker_commands import BROKER_COMMANDS
 from aiorocketmq.admin.commands import COMMANDS, UsageError
 from aiorocketmq.admin.ha_status import ha_status
 from aiorocketmq.admin.message_commands import MESSAGE_COMMANDS
@@ -137,6 +141,35 @@ def _cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     _add(p, "c", "clusterName", "which cluster", required=True)
     _add(p, "b", "brokerName", "only this broker set")
+
+
+def _broker_config_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    common = _common_parent()
+    p = sub.add_parser(
+        "getBrokerConfig", parents=[common], help="Get broker config by cluster or special broker!"
+    )
+    _add(p, "b", "brokerAddr", "get which broker")
+    _add(p, "c", "clusterName", "get which cluster")
+    p.add_argument("--json", action="store_true", help="print one JSON document (aiorocketmq)")
+
+    p = sub.add_parser("updateBrokerConfig", parents=[common], help="Update broker's config")
+    _add(p, "b", "brokerAddr", "update which broker")
+    _add(p, "c", "clusterName", "update which cluster")
+    _add(p, "k", "key", "config key", required=True)
+    _add(p, "v", "value", "config value", required=True)
+    p.add_argument("--json", action="store_true", help="print one JSON document (aiorocketmq)")
+
+    for name, help_text in (
+        ("wipeWritePerm", "Wipe write perm of broker in all name server"),
+        ("addWritePerm", "Add write perm of broker in all name server"),
+    ):
+        p = sub.add_parser(name, parents=[common], help=help_text)
+        _add(p, "b", "brokerName", "broker name", required=True)
+        p.add_argument("--json", action="store_true", help="print one JSON document (aiorocketmq)")
+
+    p = sub.add_parser("topicClusterList", parents=[common], help="get cluster info for topic")
+    _add(p, "t", "topic", "topic name", required=True)
+    p.add_argument("--json", action="store_true", help="print one JSON document (aiorocketmq)")
 
 
 def _group_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -298,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     _topic_commands(sub)
     _cluster_commands(sub)
+    _broker_config_commands(sub)
     _group_commands(sub)
     _message_commands(sub)
     _offset_commands(sub)
@@ -311,9 +345,13 @@ def _write(text: str) -> None:
 
 
 async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
-    command = {**COMMANDS, **MESSAGE_COMMANDS, "haStatus": ha_status, "dashboard": dashboard}[
-        args.command
-    ]
+    command = {
+        **COMMANDS,
+        **MESSAGE_COMMANDS,
+        **BROKER_COMMANDS,
+        "haStatus": ha_status,
+        "dashboard": dashboard,
+    }[args.command]
     try:
         async with MQAdmin(namesrv_addr) as admin:
             await command(admin, args, _write)

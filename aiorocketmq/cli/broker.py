@@ -122,8 +122,12 @@ def load_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Broke
     return dataclasses.replace(settings, broker=settings.broker.model_copy(update=broker_updates))
 
 
-async def _serve(shutdown: asyncio.Event, settings: BrokerSettings) -> int:
+async def _serve(
+    shutdown: asyncio.Event, settings: BrokerSettings, config_path: Path | None
+) -> int:
     controller = BrokerController(settings)
+    # UPDATE_BROKER_CONFIG persists to the -c file, as Java's Configuration.persist.
+    controller.broker_config.config_path = config_path
     try:
         await controller.start()
     except Exception as exc:
@@ -154,7 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not settings.broker.namesrv_addr_list:
         log.warning("no name server (namesrvAddr, -n or NAMESRV_ADDR): clients cannot find me")
-    return run(lambda shutdown: _serve(shutdown, settings))
+    config_path = Path(args.config) if args.config else None
+    return run(lambda shutdown: _serve(shutdown, settings, config_path))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,139 @@
+"""``mqadmin getBrokerConfig`` / ``updateBrokerConfig`` / ``wipeWritePerm`` /
+``addWritePerm`` against real processes.
+
+One ``mqnamesrv`` and one ``mqbroker`` process; the CLI runs in-process
+(``main([...])`` in a thread, output through capsys), in table and ``--json`` form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from aiorocketmq.cli.admin import main
+from tests.support.cluster import start_broker, start_namesrv
+from tests.support.procs import ManagedProcess
+
+pytestmark = pytest.mark.timeout(90)
+
+StartProcess = Callable[..., ManagedProcess]
+CLUSTER = "DefaultCluster"
+
+
+async def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``mqadmin args`` in a thread (main runs its own loop); (code, stdout, stderr)."""
+    capsys.readouterr()
+    code = await asyncio.to_thread(main, list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+async def route_perm(capsys: pytest.CaptureFixture[str], namesrv: str, topic: str) -> int:
+    """The perm of ``topic``'s one queue data, as ``topicRoute`` prints it."""
+    code, out, err = await run(capsys, "topicRoute", "-n", namesrv, "-t", topic)
+    assert code == 0, err
+    # Java's route JSON has unquoted integer keys (brokerAddrs): not for json.loads.
+    (perm,) = re.findall(r'"perm"\s*:\s*(\d+)', out)
+    return int(perm)
+
+
+async def test_get_and_update_broker_config_table_and_json(
+    start_process: StartProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _ns, namesrv = await start_namesrv(start_process, tmp_path)
+    broker = await start_broker(start_process, tmp_path, namesrv)
+
+    code, out, err = await run(capsys, "getBrokerConfig", "-n", namesrv, "-b", broker.addr)
+    assert code == 0, err
+    assert out.startswith(f"============{broker.addr}============\n")
+    assert any(line.split("=")[0].strip() == "brokerName" for line in out.splitlines())
+
+    code, out, err = await run(capsys, "getBrokerConfig", "-n", namesrv, "-c", CLUSTER, "--json")
+    assert code == 0, err
+    (doc,) = json.loads(out)
+    assert doc["brokerAddr"] == broker.addr and doc["role"] == "MASTER"
+    assert doc["properties"]["brokerName"] == broker.name
+    assert doc["properties"]["autoCreateTopicEnable"] == "true"
+    counter = doc["version"]["counter"]
+
+    code, out, err = await run(
+        capsys, "updateBrokerConfig", "-n", namesrv, "-b", broker.addr,
+        "-k", "autoCreateTopicEnable", "-v", "false",
+    )  # fmt: skip
+    assert code == 0, err
+    assert out == f"update broker config success, {broker.addr}\n"
+
+    code, out, err = await run(
+        capsys, "updateBrokerConfig", "-n", namesrv, "-c", CLUSTER,
+        "-k", "defaultQueryMaxNum", "-v", "77", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out) == {"key": "defaultQueryMaxNum", "value": "77", "updated": [broker.addr]}
+
+    code, out, err = await run(
+        capsys, "getBrokerConfig", "-n", namesrv, "-b", broker.addr, "--json"
+    )
+    assert code == 0, err
+    (doc,) = json.loads(out)
+    assert doc["properties"]["autoCreateTopicEnable"] == "false"
+    assert doc["properties"]["defaultQueryMaxNum"] == "77"
+    assert doc["version"]["counter"] == counter + 2
+
+    # configBlackList keys are refused, a bad value names the key: exit 1, nothing changes.
+    code, out, err = await run(
+        capsys, "updateBrokerConfig", "-n", namesrv, "-b", broker.addr,
+        "-k", "brokerConfigPath", "-v", "/tmp/x",
+    )  # fmt: skip
+    assert code == 1 and "black list" in err and "brokerConfigPath" in err
+    code, out, err = await run(
+        capsys, "updateBrokerConfig", "-n", namesrv, "-b", broker.addr,
+        "-k", "defaultQueryMaxNum", "-v", "many",
+    )  # fmt: skip
+    assert code == 1 and "defaultQueryMaxNum" in err
+
+    # wipeWritePerm: the route's perm loses W (6 -> 4); addWritePerm gives it back.
+    code, out, err = await run(
+        capsys, "updateTopic", "-n", namesrv, "-c", CLUSTER, "-t", "PermIT", "-r", "2", "-w", "2"
+    )
+    assert code == 0, err
+    assert await route_perm(capsys, namesrv, "PermIT") == 6
+    code, out, err = await run(capsys, "wipeWritePerm", "-n", namesrv, "-b", broker.name)
+    assert code == 0, err
+    assert out.startswith(
+        f"wipe write perm of broker[{broker.name}] in name server[{namesrv}] OK, "
+    )
+    assert await route_perm(capsys, namesrv, "PermIT") == 4
+    code, out, err = await run(capsys, "addWritePerm", "-n", namesrv, "-b", broker.name, "--json")
+    assert code == 0, err
+    (entry,) = json.loads(out)
+    assert entry["namesrvAddr"] == namesrv and entry["brokerName"] == broker.name
+    assert entry["addTopicCount"] >= 1 and entry["error"] is None
+    assert await route_perm(capsys, namesrv, "PermIT") == 6
+
+    code, out, err = await run(capsys, "topicClusterList", "-n", namesrv, "-t", "PermIT")
+    assert (code, out) == (0, f"{CLUSTER}\n"), err
+    code, out, err = await run(capsys, "topicClusterList", "-n", namesrv, "-t", "PermIT", "--json")
+    assert json.loads(out) == {"topic": "PermIT", "clusters": [CLUSTER]}, err
+    code, out, err = await run(capsys, "topicClusterList", "-n", namesrv, "-t", "NoSuchTopicIT")
+    assert code == 1 and "topicClusterList" in err
+
+
+def test_broker_config_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (
+        ["updateBrokerConfig", "-b", "127.0.0.1:1", "-k", "a"],
+        ["getBrokerConfig", "-x"],
+        ["wipeWritePerm", "-n", "127.0.0.1:1"],
+        ["addWritePerm"],
+        ["topicClusterList", "-n", "127.0.0.1:1"],
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+    # Neither -b nor -c: a usage error found by the command, before any request.
+    assert main(["getBrokerConfig", "-n", "127.0.0.1:1"]) == 2
+    assert "-b brokerAddr or -c clusterName" in capsys.readouterr().err
