@@ -45,7 +45,8 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict aiorocketmq/common aiorocketmq/runtime aiorocketmq/remoting \
 		aiorocketmq/store aiorocketmq/namesrv aiorocketmq/broker aiorocketmq/cli/namesrv.py \
 		aiorocketmq/cli/broker.py aiorocketmq/admin aiorocketmq/cli/admin.py aiorocketmq/client \
-		aiorocketmq/deploy aiorocketmq/testing aiorocketmq/cli/cluster.py aiorocketmq/dashboard
+		aiorocketmq/deploy aiorocketmq/testing aiorocketmq/cli/cluster.py aiorocketmq/dashboard \
+		aiorocketmq/bench aiorocketmq/cli/bench.py
 
 ## interop-deps: ali-ons for tests/interop when npm exists (CI has Node); idempotent
 interop-deps:
