@@ -15,6 +15,9 @@ topicClusterList (these five take ``--json``: one JSON document, keys in
 ``dashboard`` (ours: a read-only web dashboard, served until interrupted).
 ``mqadmin <command> -h`` lists a command's flags.
 
+Read-only commands (``WATCHABLE``) take ``--watch SECONDS``: the command runs again
+every SECONDS until Ctrl-C (exit 130); ``clusterList -i`` is Java's own interval.
+
 Without ``-n`` the name servers come from the ``NAMESRV_ADDR`` environment
 variable, as Java's tools fall back to it.
 
@@ -36,7 +39,7 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Final
 
 from aiorocketmq.admin.broker_commands import BROKER_COMMANDS
@@ -52,6 +55,11 @@ __all__ = ["build_parser", "main"]
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 NAMESRV_ADDR_ENV: Final = "NAMESRV_ADDR"
+WATCHABLE: Final = (
+    "topicList", "topicRoute", "topicStatus", "topicClusterList", "brokerStatus", "haStatus",
+    "getBrokerConfig", "consumerProgress", "consumerConnection", "producerConnection",
+)  # fmt: skip
+"""Read-only commands that take ``--watch SECONDS`` (clusterList has Java's own ``-i``)."""
 
 _INT32: Final = (-(2**31), 2**31 - 1)
 _INT64: Final = (-(2**63), 2**63 - 1)
@@ -336,12 +344,29 @@ def build_parser() -> argparse.ArgumentParser:
     _message_commands(sub)
     _offset_commands(sub)
     _dashboard_command(sub)
+    for name in WATCHABLE:
+        sub.choices[name].add_argument(
+            "--watch",
+            type=float,
+            metavar="SECONDS",
+            help="run again every SECONDS until interrupted (aiorocketmq)",
+        )
     return parser
 
 
 def _write(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+async def watch(once: Callable[[], Awaitable[None]], every_s: float | None) -> None:
+    """Run ``once``; with ``every_s``, again every ``every_s`` seconds until cancelled
+    or interrupted (each run starts ``every_s`` after the previous one ended)."""
+    while True:
+        await once()
+        if not every_s:
+            return
+        await asyncio.sleep(every_s)
 
 
 async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
@@ -354,7 +379,7 @@ async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
     }[args.command]
     try:
         async with MQAdmin(namesrv_addr) as admin:
-            await command(admin, args, _write)
+            await watch(lambda: command(admin, args, _write), getattr(args, "watch", None))
     except UsageError as exc:
         print(f"mqadmin {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -380,7 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return asyncio.run(_run(args, namesrv_addr_of(args, os.environ)))
-    except KeyboardInterrupt:  # clusterList -i and dashboard run until interrupted
+    except KeyboardInterrupt:  # clusterList -i, --watch and dashboard run until interrupted
         return 130
     except BrokenPipeError:
         # The reader went away (``mqadmin topicList | head``): stop quietly, and keep

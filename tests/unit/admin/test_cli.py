@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from aiorocketmq.admin.commands import COMMANDS
-from aiorocketmq.cli.admin import build_parser, main, namesrv_addr_of
+from aiorocketmq.cli.admin import WATCHABLE, build_parser, main, namesrv_addr_of, watch
 
 
 def test_every_command_has_a_parser_and_java_flags() -> None:
@@ -96,3 +98,42 @@ def test_no_name_server_exits_1_and_says_how_to_give_one(
 def test_sub_group_without_broker_or_cluster_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["updateSubGroup", "-g", "G"]) == 2
     assert "needs -b brokerAddr or -c clusterName" in capsys.readouterr().err
+
+
+async def test_watch_runs_again_until_cancelled_and_once_without_an_interval() -> None:
+    runs: list[int] = []
+    enough = asyncio.Event()
+
+    async def once() -> None:
+        runs.append(len(runs))
+        if len(runs) == 3:
+            enough.set()
+
+    task = asyncio.create_task(watch(once, 0.001))
+    async with asyncio.timeout(5):
+        await enough.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert runs[:3] == [0, 1, 2]
+    runs.clear()
+    await watch(once, None)
+    assert runs == [0]
+
+
+def test_watch_flag_only_on_read_only_commands() -> None:
+    parser = build_parser()
+    for name in WATCHABLE:
+        assert parser.parse_args([name, "--watch", "2", *_required(name)]).watch == 2.0
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(["updateTopic", "-c", "C", "-t", "T", "--watch", "2"])
+    assert exc.value.code == 2
+
+
+def _required(name: str) -> list[str]:
+    """The least each watchable command needs to parse."""
+    return {
+        "topicRoute": ["-t", "T"], "topicStatus": ["-t", "T"], "topicClusterList": ["-t", "T"],
+        "haStatus": ["-c", "C"], "consumerConnection": ["-g", "G"],
+        "producerConnection": ["-g", "G", "-t", "T"],
+    }.get(name, [])  # fmt: skip
