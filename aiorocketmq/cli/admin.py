@@ -10,7 +10,7 @@ updateSubGroup, deleteSubGroup, consumerProgress, consumerConnection,
 producerConnection, queryMsgByKey, queryMsgById, queryMsgByUniqueKey,
 queryMsgByOffset, printMsg, resetOffsetByTime, skipAccumulatedMessage,
 getBrokerConfig, updateBrokerConfig, wipeWritePerm, addWritePerm,
-topicClusterList (these five take ``--json``: one JSON document, keys in
+topicClusterList, sendMessage (these six take ``--json``: one JSON document, keys in
 ``aiorocketmq.admin.broker_commands``); and
 ``dashboard`` (ours: a read-only web dashboard, served until interrupted).
 ``mqadmin <command> -h`` lists a command's flags.
@@ -47,6 +47,7 @@ from aiorocketmq.admin.commands import COMMANDS, UsageError
 from aiorocketmq.admin.ha_status import ha_status
 from aiorocketmq.admin.message_commands import MESSAGE_COMMANDS
 from aiorocketmq.admin.mq_admin import MQAdmin
+from aiorocketmq.admin.send_commands import SEND_COMMANDS
 from aiorocketmq.common.errors import RocketMQError
 from aiorocketmq.dashboard.server import DEFAULT_PORT, dashboard
 
@@ -178,6 +179,17 @@ def _broker_config_commands(sub: argparse._SubParsersAction[argparse.ArgumentPar
     p = sub.add_parser("topicClusterList", parents=[common], help="get cluster info for topic")
     _add(p, "t", "topic", "topic name", required=True)
     p.add_argument("--json", action="store_true", help="print one JSON document (aiorocketmq)")
+
+
+def _send_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("sendMessage", parents=[_common_parent()], help="Send a message")
+    _add(p, "t", "topic", "Topic name", required=True)
+    _add(p, "p", "body", "UTF-8 string format of the message body", required=True)
+    _add(p, "k", "key", "Message keys")
+    _add(p, "c", "tags", "Message tags")
+    _add(p, "b", "broker", "Send message to target broker")
+    _add(p, "i", "qid", "Send message to target queue", kind=java_int)
+    p.add_argument("--json", action="store_true", help="print one JSON object (aiorocketmq)")
 
 
 def _group_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -340,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     _topic_commands(sub)
     _cluster_commands(sub)
     _broker_config_commands(sub)
+    _send_commands(sub)
     _group_commands(sub)
     _message_commands(sub)
     _offset_commands(sub)
@@ -374,6 +387,7 @@ async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
         **COMMANDS,
         **MESSAGE_COMMANDS,
         **BROKER_COMMANDS,
+        **SEND_COMMANDS,
         "haStatus": ha_status,
         "dashboard": dashboard,
     }[args.command]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from aiorocketmq.cli.admin import main
-from tests.support.cluster import start_broker, start_namesrv
+from tests.support.cluster import create_topic, start_broker, start_namesrv
 from tests.support.procs import ManagedProcess
 
 pytestmark = pytest.mark.timeout(90)
@@ -137,3 +137,32 @@ def test_broker_config_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -
     # Neither -b nor -c: a usage error found by the command, before any request.
     assert main(["getBrokerConfig", "-n", "127.0.0.1:1"]) == 2
     assert "-b brokerAddr or -c clusterName" in capsys.readouterr().err
+
+
+async def test_send_message_table_and_json_then_found_by_id(
+    start_process: StartProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _ns, namesrv = await start_namesrv(start_process, tmp_path)
+    broker = await start_broker(start_process, tmp_path, namesrv)
+    await create_topic(broker.addr, "SendTopic")
+    send = ["sendMessage", "-n", namesrv, "-t", "SendTopic", "-k", "k1", "-c", "TagA"]
+
+    code, out, err = await run(capsys, *send, "-p", "hello table", "-b", broker.name, "-i", "2")
+    assert code == 0, err
+    header, row = out.splitlines()
+    assert header.split() == ["#Broker", "Name", "#QID", "#Send", "Result", "#MsgId"]
+    assert row.split()[:3] == [broker.name, "2", "SEND_OK"]
+
+    code, out, err = await run(capsys, *send, "-p", "hello json", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["sendStatus"] == "SEND_OK" and doc["brokerName"] == broker.name
+    query = ["queryMsgById", "-n", namesrv, "-i", doc["offsetMsgId"], "--bodyDir", str(tmp_path)]
+    code, out, err = await run(capsys, *query)
+    assert code == 0, err
+    assert "Tags:                [TagA]" in out
+    (body_path,) = re.findall(r"Message Body Path:\s+(\S+)", out)
+    assert await asyncio.to_thread(Path(body_path).read_bytes) == b"hello json"
+
+    code, _, err = await run(capsys, *send, "-p", "x", "-i", "1")  # a queue without -b
+    assert code == 2 and "Broker name must be set" in err
