@@ -1,5 +1,13 @@
-"""mqadmin sendMessage: one message through a real producer, as RocketMQ 4.9.8's
-``SendMessageCommand``.
+"""mqadmin sendMessage and clusterSendMsgRT: messages through a real producer, as
+RocketMQ 4.9.8's ``SendMessageCommand`` and ``CLusterSendMsgRTCommand``.
+
+clusterSendMsgRT (``-a`` amount 100, ``-s`` size 128, ``-c`` cluster (default all),
+``-p`` print as tlog, ``-m`` machine room, ``-i`` interval 10 s): for every broker
+set, ``amount`` sync sends to the topic named after the broker set; RT is the mean of
+all but the first send (Java's warm-up rule). Java repeats every ``-i`` seconds
+forever; ``--rounds N`` (ours) stops after N rounds. ``--json``: one object per
+broker set and round ``{"clusterName", "brokerName", "rtMs", "successCount",
+"failCount"}``.
 
 Owns: the command (``-t`` topic, ``-p`` body as UTF-8, ``-k`` keys, ``-c`` tags, ``-b``
 broker name and ``-i`` queue id for a chosen queue) and its output: Java's table
@@ -16,16 +24,17 @@ Must not: parse the command line (``aiorocketmq.cli.admin``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from argparse import Namespace
 from typing import Final
 
 from aiorocketmq.admin.commands import Command, UsageError, Write
-from aiorocketmq.admin.mq_admin import MQAdmin
-from aiorocketmq.client import Message, MessageQueue, Producer
+from aiorocketmq.admin.mq_admin import MQAdmin, MQAdminError
+from aiorocketmq.client import Message, MessageQueue, MQClientError, Producer
 
-__all__ = ["SEND_COMMANDS", "send_message"]
+__all__ = ["SEND_COMMANDS", "cluster_send_msg_rt", "send_message"]
 
 _ROW: Final = "%-32s  %-4s  %-20s    %s\n"
 
@@ -57,4 +66,63 @@ async def send_message(admin: MQAdmin, args: Namespace, write: Write) -> None:
     write(_ROW % (queue.broker_name, queue.queue_id, result.status.name, result.msg_id))
 
 
-SEND_COMMANDS: Final[dict[str, Command]] = {"sendMessage": send_message}
+async def _rt_round(
+    producer: Producer, broker: str, amount: int, body: bytes
+) -> tuple[float, int, int]:
+    """(mean RT in ms of all but the first send, successes, failures) for one broker set."""
+    elapsed_ms, ok, failed = 0.0, 0, 0
+    for i in range(amount):
+        start = time.monotonic()
+        try:
+            await producer.send(Message(broker, body))
+            ok += 1
+        except MQClientError:
+            failed += 1
+        if i:
+            elapsed_ms += (time.monotonic() - start) * 1000
+    return (elapsed_ms / (amount - 1) if amount > 1 else 0.0), ok, failed
+
+
+def _rt_line(args: Namespace, cluster: str, broker: str, result: tuple[float, int, int]) -> str:
+    rt, ok, bad = result
+    if getattr(args, "json", False):
+        doc = {"clusterName": cluster, "brokerName": broker, "rtMs": round(rt, 2),
+               "successCount": ok, "failCount": bad}  # fmt: skip
+        return json.dumps(doc) + "\n"
+    if args.printLog:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        return f"{stamp}|{args.machineRoom or 'noname'}|{cluster}|{broker}|{round(rt)}\n"
+    return "%-24s  %-24s  %-8s  %-16s  %-16s\n" % (cluster, broker, f"{rt:.2f}", ok, bad)  # noqa: UP031
+
+
+async def cluster_send_msg_rt(admin: MQAdmin, args: Namespace, write: Write) -> None:
+    """``clusterSendMsgRT [-a 100] [-s 128] [-c cluster] [-p] [-m room] [-i 10]``."""
+    amount, size = args.amount or 100, args.size if args.size is not None else 128
+    if amount < 1 or size < 0:
+        raise UsageError("-a must be >= 1 and -s >= 0")
+    info = await admin.examine_cluster_info()
+    clusters = [args.cluster.strip()] if args.cluster else sorted(info.cluster_addr_table)
+    if not args.printLog and not getattr(args, "json", False):
+        write("%-24s  %-24s  %-4s  %-8s  %-8s\n" % ("#Cluster Name", "#Broker Name", "#RT",  # noqa: UP031
+                                                 "#successCount", "#failCount"))  # fmt: skip
+    body = b"a" * size
+    rounds = 0
+    async with Producer(str(int(time.time() * 1000)), ";".join(admin.namesrv.addresses)) as p:
+        while True:
+            for cluster in clusters:
+                brokers = info.cluster_addr_table.get(cluster)
+                if brokers is None:
+                    raise MQAdminError(f"cluster [{cluster}] not exist")
+                for broker in sorted(brokers):
+                    result = await _rt_round(p, broker, amount, body)
+                    write(_rt_line(args, cluster, broker, result))
+            rounds += 1
+            if args.rounds and rounds >= args.rounds:
+                return
+            await asyncio.sleep(args.interval if args.interval is not None else 10)
+
+
+SEND_COMMANDS: Final[dict[str, Command]] = {
+    "sendMessage": send_message,
+    "clusterSendMsgRT": cluster_send_msg_rt,
+}

@@ -10,8 +10,8 @@ updateSubGroup, deleteSubGroup, consumerProgress, consumerConnection,
 producerConnection, queryMsgByKey, queryMsgById, queryMsgByUniqueKey,
 queryMsgByOffset, printMsg, resetOffsetByTime, skipAccumulatedMessage,
 getBrokerConfig, updateBrokerConfig, wipeWritePerm, addWritePerm,
-topicClusterList, sendMessage (these six take ``--json``: one JSON document, keys in
-``aiorocketmq.admin.broker_commands``); and
+topicClusterList, sendMessage, clusterSendMsgRT (these seven take ``--json``; keys
+in ``aiorocketmq.admin.broker_commands`` and ``send_commands``); and
 ``dashboard`` (ours: a read-only web dashboard, served until interrupted).
 ``mqadmin <command> -h`` lists a command's flags.
 
@@ -190,6 +190,19 @@ def _send_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     _add(p, "b", "broker", "Send message to target broker")
     _add(p, "i", "qid", "Send message to target queue", kind=java_int)
     p.add_argument("--json", action="store_true", help="print one JSON object (aiorocketmq)")
+
+    p = sub.add_parser(
+        "clusterSendMsgRT", parents=[_common_parent()], help="List All clusters Message Send RT"
+    )
+    _add(p, "a", "amount", "message amount | default 100", kind=java_long)
+    _add(p, "s", "size", "message size | default 128 Byte", kind=java_long)
+    _add(p, "c", "cluster", "cluster name | default display all cluster")
+    p.add_argument("-p", "--printLog", type=lambda v: v.strip().lower() == "true",
+                   default=False, help="print as tlog | default false")  # fmt: skip
+    _add(p, "m", "machineRoom", "machine room name | default noname")
+    _add(p, "i", "interval", "print interval | default 10 seconds", kind=java_long)
+    p.add_argument("--rounds", type=int, default=0, help="stop after N rounds (0: never; ours)")
+    p.add_argument("--json", action="store_true", help="JSON lines (aiorocketmq)")
 
 
 def _group_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -166,3 +166,35 @@ async def test_send_message_table_and_json_then_found_by_id(
 
     code, _, err = await run(capsys, *send, "-p", "x", "-i", "1")  # a queue without -b
     assert code == 2 and "Broker name must be set" in err
+
+
+async def test_cluster_send_msg_rt_table_tlog_and_json(
+    start_process: StartProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _ns, namesrv = await start_namesrv(start_process, tmp_path)
+    broker = await start_broker(start_process, tmp_path, namesrv)
+    rt = ["clusterSendMsgRT", "-n", namesrv, "-a", "20", "-s", "64", "--rounds", "1"]
+
+    code, out, err = await run(capsys, *rt)
+    assert code == 0, err
+    header, row = out.splitlines()
+    assert header.split() == ["#Cluster", "Name", "#Broker", "Name", "#RT", "#successCount",
+                              "#failCount"]  # fmt: skip
+    cluster, name, mean_rt, ok, failed = row.split()
+    assert (cluster, name, ok, failed) == (CLUSTER, broker.name, "20", "0")
+    assert float(mean_rt) > 0
+
+    code, out, err = await run(capsys, *rt, "-c", CLUSTER, "-p", "true", "-m", "room1")
+    assert code == 0, err
+    assert out.strip().split("|")[1:4] == ["room1", CLUSTER, broker.name]
+
+    code, out, err = await run(capsys, *rt, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert (doc["clusterName"], doc["brokerName"], doc["successCount"]) == (
+        CLUSTER, broker.name, 20,
+    )  # fmt: skip
+    assert doc["failCount"] == 0 and doc["rtMs"] > 0
+
+    code, _, err = await run(capsys, *rt, "-c", "NoSuchCluster")
+    assert code == 1 and "cluster [NoSuchCluster] not exist" in err
