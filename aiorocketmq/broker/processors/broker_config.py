@@ -13,8 +13,11 @@ properties view, its ``DataVersion``, ``update`` and ``persist``).
   copies replace ``ctx.config`` and ``ctx.store_config`` (processors read them per
   request, so they apply at once; keys no model knows are kept, as Java's
   Properties keeps them); every key shows in the next GET_BROKER_CONFIG and the data version moves
-  on; when the broker has a config file, the merged view is written to it
-  (atomically: temp file, fsync, rename), as ``Configuration.persist``.
+  on; when the broker has a config file, the updated keys are written into it
+  (atomically: temp file, fsync, rename). Java's ``Configuration.persist`` writes
+  its whole view instead; that would drop what the view does not show (the
+  ``tls.*`` keys, Netty keys we ignore), so the file keeps the other keys it
+  had (comments are not kept).
 
 Must not: restart services (a setting read only at start stays as it was until
 the next start, as in Java), or block the loop (the file write goes to a thread).
@@ -48,10 +51,13 @@ log = logging.getLogger(__name__)
 _M = TypeVar("_M", bound=BaseModel)
 
 
-def _write_file_blocking(path: Path, text: str) -> None:
+def _persist_blocking(path: Path, updates: dict[str, str]) -> None:
+    """Merge ``updates`` into the properties file at ``path`` (created when missing)."""
+    current = parse_properties(path.read_text("utf-8")) if path.exists() else {}
+    current.update(updates)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
+        fh.write(format_properties(current))
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
@@ -124,10 +130,9 @@ class BrokerConfigProcessor:
         self.data_version = self.data_version.next_version(self._ctx.clock.now_ms())
         log.info("broker config updated keys=%s", ",".join(sorted(updates)))
         if self.config_path is not None:
-            text = self.properties_text()
             try:
-                await asyncio.to_thread(_write_file_blocking, self.config_path, text)
-            except OSError as exc:
+                await asyncio.to_thread(_persist_blocking, self.config_path, updates)
+            except (OSError, UnicodeDecodeError, ValueError) as exc:
                 remark = f"updated, but persisting to {self.config_path} failed: {exc}"
                 return request.response_to(ResponseCode.SYSTEM_ERROR, remark)
         return request.response_to(ResponseCode.SUCCESS, None)

@@ -23,7 +23,7 @@ from tests.unit.broker.broker_support import harness
 
 async def test_update_applies_persists_and_get_shows_it(tmp_path: Path) -> None:
     conf = tmp_path / "broker.properties"
-    conf.write_text("brokerName=broker-x\n")
+    conf.write_text("brokerName=broker-x\ntls.server.mode=enforcing\nserverWorkerThreads=8\n")
 
     def extra(ctx: BrokerContext, table: ProcessorTable) -> None:
         settings = BrokerSettings(ctx.config, ctx.store_config, RemotingServerConfig())
@@ -44,7 +44,11 @@ async def test_update_applies_persists_and_get_shows_it(tmp_path: Path) -> None:
         assert h.ctx.config.auto_create_topic_enable is False  # live for processors
         persisted = parse_properties(conf.read_text())
         assert persisted["autoCreateTopicEnable"] == "false"
-        assert persisted["brokerName"] == "broker-x"
+        # Only the updated key changes: what the view does not show stays in the file.
+        assert persisted == {
+            "brokerName": "broker-x", "tls.server.mode": "enforcing",
+            "serverWorkerThreads": "8", "autoCreateTopicEnable": "false",
+        }  # fmt: skip
 
         after = await h.invoke(RemotingCommand.request(RequestCode.GET_BROKER_CONFIG, {}))
         assert json.loads(after.ext_fields["version"])["counter"] == counter + 1
