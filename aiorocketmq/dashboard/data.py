@@ -29,7 +29,7 @@ from aiorocketmq.common.admin_bodies import ConsumeStats
 from aiorocketmq.common.constants import MASTER_ID, RETRY_GROUP_TOPIC_PREFIX
 from aiorocketmq.common.message import MessageExt
 from aiorocketmq.common.protocol_bodies import ConsumerConnection
-from aiorocketmq.common.validators import is_system_topic
+from aiorocketmq.common.validators import is_system_topic, validate_group, validate_topic
 
 __all__ = [
     "BODY_PREVIEW_CHARS",
@@ -51,7 +51,6 @@ BODY_PREVIEW_CHARS: Final = 512
 
 _REPLY_TOPIC_POSTFIX: Final = "_REPLY_TOPIC"
 """``MixAll.REPLY_TOPIC_POSTFIX``: a cluster's request-reply topic ends with it."""
-_NAME = re.compile(r"^[%|a-zA-Z0-9_-]{1,255}$")
 _HEX_ID = re.compile(r"^[0-9A-Fa-f]{24,64}$")  # IPv4 and IPv6 ids, offset or unique
 _T = TypeVar("_T")
 
@@ -84,17 +83,19 @@ class NotFound(DashboardError):
 
 
 def _check_name(kind: str, value: str) -> str:
-    """RocketMQ's topic/group character rule (``TopicValidator``), else ``BadInput``."""
+    """The broker's topic rule or the client's group rule, else ``BadInput`` with its text."""
     value = value.strip()
-    if not _NAME.match(value):
-        raise BadInput(f"illegal {kind} name {value!r}: use 1-255 of [%|a-zA-Z0-9_-]")
+    problem = validate_topic(value) if kind == "topic" else validate_group(value)
+    if problem is not None:
+        raise BadInput(problem)
     return value
 
 
 async def _or_none(what: Awaitable[_T]) -> _T | None:
+    """``what``'s result, or None when the cluster could not answer it."""
     try:
         return await what
-    except MQClientError:
+    except (MQClientError, DashboardError):
         return None
 
 
@@ -213,7 +214,7 @@ async def topics_view(admin: MQAdmin, show_system: bool = False) -> dict[str, An
             or t.endswith(_REPLY_TOPIC_POSTFIX)
         )
     ]
-    details = await asyncio.gather(*(_or_none_dash(topic_detail(admin, t)) for t in shown))
+    details = await asyncio.gather(*(_or_none(topic_detail(admin, t)) for t in shown))
     topics = []
     for name, detail in zip(shown, details, strict=True):
         topics.append(
@@ -225,13 +226,6 @@ async def topics_view(admin: MQAdmin, show_system: bool = False) -> dict[str, An
             }
         )
     return {"topics": topics, "showSystem": show_system, "hidden": len(names) - len(shown)}
-
-
-async def _or_none_dash(what: Awaitable[_T]) -> _T | None:
-    try:
-        return await what
-    except (MQClientError, DashboardError):
-        return None
 
 
 def _group_names(topics: list[str]) -> list[str]:

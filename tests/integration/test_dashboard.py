@@ -158,7 +158,7 @@ async def check_messages(page: Any, url: str, sent: list[SendResult]) -> None:
 async def check_bad_input(page: Any, url: str) -> None:
     for path, status, words in [
         ("topic?topic=NoSuchTopic", 404, "not found"),
-        ("topic?topic=bad%20name!", 400, "illegal topic name"),
+        ("topic?topic=bad%20name!", 400, "topic contains illegal characters"),
         ("group?group=CID_nobody", 404, "not found"),
         ("messages?msgId=zz-not-hex", 400, "malformed message id"),
         (f"messages?topic={TOPIC}&key=no-such-key", 404, "no message"),

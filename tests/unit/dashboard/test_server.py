@@ -56,8 +56,8 @@ async def get(port: int, target: str) -> tuple[int, dict[str, str], bytes]:
     ("target", "status", "words"),
     [
         ("/topic", 400, "parameter is required"),
-        ("/topic?topic=a%20b", 400, "illegal topic name"),
-        ("/group?group=x/y", 400, "illegal group name"),
+        ("/topic?topic=a%20b", 400, "topic contains illegal characters"),
+        ("/group?group=x/y", 400, "group[x/y] contains illegal characters"),
         ("/messages?msgId=nothex", 400, "malformed message id"),
         ("/messages?key=k", 400, "needs the topic"),
         ("/nope", 404, "no such page"),
