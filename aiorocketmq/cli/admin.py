@@ -152,6 +152,12 @@ def _cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     _add(p, "b", "brokerName", "only this broker set")
 
 
+def _json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json", action="store_true", help="machine-readable JSON output (aiorocketmq)"
+    )
+
+
 def _broker_config_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     common = _common_parent()
     p = sub.add_parser(
@@ -159,14 +165,14 @@ def _broker_config_commands(sub: argparse._SubParsersAction[argparse.ArgumentPar
     )
     _add(p, "b", "brokerAddr", "get which broker")
     _add(p, "c", "clusterName", "get which cluster")
-    p.add_argument("--json", action="store_true", help="print one JSON document (aiorocketmq)")
+    _json_flag(p)
 
     p = sub.add_parser("updateBrokerConfig", parents=[common], help="Update broker's config")
     _add(p, "b", "brokerAddr", "update which broker")
     _add(p, "c", "clusterName", "update which cluster")
     _add(p, "k", "key", "config key", required=True)
     _add(p, "v", "value", "config value", required=True)
-    p.add_argument("--json", action="store_true", help="print one JSON document (aiorocketmq)")
+    _json_flag(p)
 
     for name, help_text in (
         ("wipeWritePerm", "Wipe write perm of broker in all name server"),
@@ -174,11 +180,11 @@ def _broker_config_commands(sub: argparse._SubParsersAction[argparse.ArgumentPar
     ):
         p = sub.add_parser(name, parents=[common], help=help_text)
         _add(p, "b", "brokerName", "broker name", required=True)
-        p.add_argument("--json", action="store_true", help="print one JSON document (aiorocketmq)")
+        _json_flag(p)
 
     p = sub.add_parser("topicClusterList", parents=[common], help="get cluster info for topic")
     _add(p, "t", "topic", "topic name", required=True)
-    p.add_argument("--json", action="store_true", help="print one JSON document (aiorocketmq)")
+    _json_flag(p)
 
 
 def _send_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -189,7 +195,7 @@ def _send_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     _add(p, "c", "tags", "Message tags")
     _add(p, "b", "broker", "Send message to target broker")
     _add(p, "i", "qid", "Send message to target queue", kind=java_int)
-    p.add_argument("--json", action="store_true", help="print one JSON object (aiorocketmq)")
+    _json_flag(p)
 
     p = sub.add_parser(
         "clusterSendMsgRT", parents=[_common_parent()], help="List All clusters Message Send RT"
@@ -202,7 +208,7 @@ def _send_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     _add(p, "m", "machineRoom", "machine room name | default noname")
     _add(p, "i", "interval", "print interval | default 10 seconds", kind=java_long)
     p.add_argument("--rounds", type=int, default=0, help="stop after N rounds (0: never; ours)")
-    p.add_argument("--json", action="store_true", help="JSON lines (aiorocketmq)")
+    _json_flag(p)
 
 
 def _group_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
