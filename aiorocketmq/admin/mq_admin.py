@@ -33,6 +33,7 @@ from aiorocketmq.common.protocol_bodies import ConsumerConnection, ProducerConne
 from aiorocketmq.common.route import BrokerData, ClusterInfo, TopicRouteData
 from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
 from aiorocketmq.common.topic_config import TopicConfig
+from aiorocketmq.remoting.acl_sign import SessionCredentials
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.codes import ResponseCode
 from aiorocketmq.remoting.config import RemotingClientConfig
@@ -80,6 +81,8 @@ class MQAdmin:
         timeout_ms: each request's timeout (Java's default 5 s).
         remoting: the transport to share; None creates one, closed by ``close``.
         rng: random source for Java's random broker choices (tests seed it).
+        credentials: ACL credentials to sign requests with (ignored when
+            ``remoting`` is given: that transport signs or not).
     """
 
     def __init__(
@@ -89,9 +92,12 @@ class MQAdmin:
         timeout_ms: int = DEFAULT_ADMIN_TIMEOUT_MS,
         remoting: RemotingClient | None = None,
         rng: random.Random | None = None,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         self._owns_remoting = remoting is None
-        self.remoting = remoting or RemotingClient(RemotingClientConfig(serialize_type="JSON"))
+        self.remoting = remoting or RemotingClient(
+            RemotingClientConfig(serialize_type="JSON"), credentials=credentials
+        )
         self._rng = rng or random.Random()
         self._namesrv = (
             None

@@ -211,7 +211,22 @@ class BrokerConfig(BaseModel):
     transaction_check_interval: int = _f(
         60_000, "Period of the transaction check (ms).", important=True
     )
-    acl_enable: bool = _f(False, "ACL (unsupported).", important=True)
+    acl_enable: bool = _f(
+        False,
+        "Check every request against plain ACL (plain_acl.yml): accounts, signatures, "
+        "white lists, per-topic and per-group permissions.",
+        important=True,
+    )
+    acl_plain_file: str = _f(
+        "conf/plain_acl.yml",
+        "aiorocketmq: the plain ACL file (Java: -Drocketmq.acl.plain.file), relative to "
+        "rocketmqHome; every *.yml under rocketmqHome/conf/acl is read too.",
+    )
+    acl_file_watch_interval_millis: int = Field(
+        5_000,
+        ge=10,
+        description="aiorocketmq: how often the ACL files are checked for changes (ms).",
+    )
     store_reply_message_enable: bool = _f(True, "Store request-reply messages.")
     enable_detail_stat: bool = _f(True, "Detailed stats.")
     auto_delete_unused_stats: bool = _f(False, "Drop stats of unused topics.")

@@ -24,6 +24,7 @@ import logging
 from pathlib import Path
 from typing import Any, Final
 
+from aiorocketmq.broker.acl import AclProcessorTable, AclService, resolve_acl_paths
 from aiorocketmq.broker.client_registry import ConsumerManager, ProducerManager
 from aiorocketmq.broker.config import BrokerSettings
 from aiorocketmq.broker.config_manager import (
@@ -122,7 +123,15 @@ class BrokerController(Service):
         self.ha.install(self.store)
         self.metrics = BrokerMetrics(settings, self.ctx, self.ha)
         self.table: ProcessorTable = self.metrics.table
-        self.server = RemotingServer(self.table, settings.remoting, name="broker")
+        self.acl: AclService | None = None
+        if settings.broker.acl_enable:
+            cfg = settings.broker
+            self.acl = AclService(
+                *resolve_acl_paths(cfg.acl_plain_file, cfg.rocketmq_home),
+                watch_interval_ms=cfg.acl_file_watch_interval_millis,
+            )
+            self.table = AclProcessorTable(self.metrics.table, self.acl.current)
+        self.server = RemotingServer(self.metrics.table, settings.remoting, name="broker")
         self.pull = PullProcessor(self.ctx)
         self.hold = PullRequestHoldService(
             clock=self.clock,
@@ -273,6 +282,8 @@ class BrokerController(Service):
         await self.store.load()
         await self.store.start()
         await self.ha.start()
+        if self.acl is not None:
+            await self.acl.start()
         await self.server.start()
         self.ctx.store_host = (self.ctx.store_host[0], self.server.port)
         await self.metrics.start()
@@ -308,6 +319,8 @@ class BrokerController(Service):
             self.offset_history,
         ):
             await service.shutdown()
+        if self.acl is not None:
+            await self.acl.shutdown()
         await self.store.shutdown()
         await self.offset_flush.shutdown()
         for manager in (self.ctx.topics, self.ctx.groups):

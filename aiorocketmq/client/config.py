@@ -15,10 +15,11 @@ import socket
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic.alias_generators import to_camel
 
 from aiorocketmq.common.msg_id import build_client_id
+from aiorocketmq.remoting.acl_sign import SessionCredentials
 from aiorocketmq.remoting.config import RemotingClientConfig
 from aiorocketmq.remoting.tls import TlsConfig
 
@@ -69,6 +70,19 @@ class ClientConfig(BaseModel):
         default_factory=RemotingClientConfig,
         description="aiorocketmq: the remoting client (connect timeout, header serialization).",
     )
+    access_key: str | None = Field(
+        None,
+        description=(
+            "ACL AccessKey: with secretKey, every request is signed (Java's AclClientRPCHook "
+            "over SessionCredentials)."
+        ),
+    )
+    secret_key: SecretStr | None = Field(
+        None, description="ACL SecretKey (never sent, never logged)."
+    )
+    security_token: str | None = Field(
+        None, description="ACL SecurityToken, sent and signed when set."
+    )
     use_tls: bool = Field(
         False,
         alias="useTLS",
@@ -95,6 +109,20 @@ class ClientConfig(BaseModel):
             # Frozen model: set the derived field directly, during validation only.
             object.__setattr__(self, "remoting", self.remoting.model_copy(update=update))
         return self
+
+    @model_validator(mode="after")
+    def _credentials_pair(self) -> ClientConfig:
+        if bool(self.access_key) != bool(self.secret_key and self.secret_key.get_secret_value()):
+            raise ValueError("accessKey and secretKey go together: set both or neither")
+        return self
+
+    def credentials(self) -> SessionCredentials | None:
+        """The ACL credentials requests are signed with, or None (unsigned)."""
+        if not self.access_key or self.secret_key is None:
+            return None
+        return SessionCredentials(
+            self.access_key, self.secret_key.get_secret_value(), self.security_token
+        )
 
     def client_id(self) -> str:
         """``ip@instanceName[@unitName]``, with DEFAULT replaced by the process id."""

@@ -144,7 +144,9 @@ class ClientInstance(Service):
         table.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
         table.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
         table.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
-        self.remoting = RemotingClient(config.remoting, processors=table)
+        self.remoting = RemotingClient(
+            config.remoting, processors=table, credentials=config.credentials()
+        )
         self.namesrv = NamesrvAPI(
             config.namesrv_addr, self.remoting, timeout_ms=config.mq_client_api_timeout
         )

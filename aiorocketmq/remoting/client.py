@@ -19,6 +19,7 @@ import ssl
 import time
 from typing import Any
 
+from aiorocketmq.remoting.acl_sign import SessionCredentials, sign_request
 from aiorocketmq.remoting.codes import SerializeType
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.config import RemotingClientConfig
@@ -54,13 +55,20 @@ class RemotingClient:
         config: connect timeout and in-flight bounds.
         processors: handlers for requests the servers send us (e.g.
             NOTIFY_CONSUMER_IDS_CHANGED); None answers them REQUEST_CODE_NOT_SUPPORTED.
+        credentials: sign every request for a broker with ACL on (Java's
+            ``AclClientRPCHook``); None sends requests unsigned.
     """
 
     def __init__(
-        self, config: RemotingClientConfig | None = None, processors: ProcessorTable | None = None
+        self,
+        config: RemotingClientConfig | None = None,
+        processors: ProcessorTable | None = None,
+        *,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         self.config = config or RemotingClientConfig()
         self._processors = processors
+        self._credentials = credentials
         self._connections: dict[str, RemotingConnection] = {}
         self._connecting: dict[str, asyncio.Future[RemotingConnection]] = {}
         self._async_slots = asyncio.Semaphore(self.config.client_async_semaphore_value)
@@ -93,6 +101,8 @@ class RemotingClient:
         try:
             conn = await self.connection(address)
             request.serialize_type = self._request_type(conn)
+            if self._credentials is not None:
+                sign_request(request, self._credentials)
             remaining_s = max(0.001, deadline - time.monotonic())
             return await conn.invoke(request, remaining_s)
         finally:
@@ -104,6 +114,8 @@ class RemotingClient:
         try:
             conn = await self.connection(address)
             request.serialize_type = self._request_type(conn)
+            if self._credentials is not None:
+                sign_request(request, self._credentials)
             await conn.invoke_oneway(request, timeout_ms / 1000)
         finally:
             self._oneway_slots.release()
