@@ -25,6 +25,8 @@ in native code, starts its own threads and writes logs under
   long; ``--retry-every N`` answers RECONSUME_LATER to the first delivery of every
   N-th key (the retry flow) and writes ``reconsumeTimes topic`` too. Exits 0 either
   way; the caller judges the file.
+- ``--access-key AK --secret-key SK`` (before the role): sign every request
+  (``set_session_credentials``), for brokers with ACL on.
 - ``pull NAMESRV TOPIC GROUP EXPRESSION OUT``: a stock PullConsumer reading every
   queue from offset 0 until NO_NEW_MSG (``PullConsumer.pull`` iterates queues);
   writes ``queue offset key tag msgId body-head`` lines in pull order to OUT and
@@ -106,6 +108,7 @@ def _send(producer: Any, args: argparse.Namespace, start: int, results: TextIO |
 
 def produce(args: argparse.Namespace) -> int:
     producer = Producer(f"PID_{args.topic}_{args.mode}", timeout=10_000)
+    _sign(args, producer)
     _cap_logs(dll.SetProducerLogFileNumAndSize, dll.SetProducerLogLevel, producer._handle)
     producer.set_namesrv_addr(args.namesrv)
     producer.start()
@@ -216,6 +219,7 @@ def _subscribe_with_retries(consumer: Any, args: argparse.Namespace, recorder: _
 
 def push(args: argparse.Namespace) -> int:
     consumer = PushConsumer(args.group, orderly=args.orderly)
+    _sign(args, consumer)
     _cap_logs(dll.SetPushConsumerLogFileNumAndSize, dll.SetPushConsumerLogLevel, consumer._handle)
     consumer.set_namesrv_addr(args.namesrv)
     consumer.set_thread_count(args.threads)
@@ -247,6 +251,7 @@ def push(args: argparse.Namespace) -> int:
 
 def pull(args: argparse.Namespace) -> int:
     consumer = PullConsumer(args.group)
+    _sign(args, consumer)
     _cap_logs(dll.SetPullConsumerLogFileNumAndSize, dll.SetPullConsumerLogLevel, consumer._handle)
     consumer.set_namesrv_addr(args.namesrv)
     consumer.start()
@@ -267,8 +272,16 @@ def pull(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sign(args: argparse.Namespace, client: Any) -> None:
+    """ACL credentials (the C++ client signs every request with them)."""
+    if args.access_key:
+        client.set_session_credentials(args.access_key, args.secret_key, "ALIYUN")
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    top.add_argument("--access-key", default="", help="ACL AccessKey (with --secret-key)")
+    top.add_argument("--secret-key", default="", help="ACL SecretKey")
     roles = top.add_subparsers(dest="role", required=True)
     p = roles.add_parser("produce")
     p.add_argument("namesrv")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,9 +176,11 @@ def start_node(
     script: str,
     args: Sequence[str],
     ready: str,
+    env: Mapping[str, str] | None = None,
 ) -> ManagedProcess:
     """``node tests/interop/node/<script> *args`` (through ``sys.executable``, which
-    ``start_process`` runs, replaced by node with ``os.execv``)."""
+    ``start_process`` runs, replaced by node with ``os.execv``); ``env`` is added to
+    the process environment (e.g. ``ONS_ACCESS_KEY`` / ``ONS_SECRET_KEY``)."""
     node = node_or_fail()
     home.mkdir(parents=True, exist_ok=True)
     launcher = f"import os, sys; os.execv({node!r}, [{node!r}, *sys.argv[1:]])"
@@ -187,7 +189,7 @@ def start_node(
         name=name,
         ready=ready,
         wait=False,
-        env={"HOME": str(home)},
+        env={"HOME": str(home), **(env or {})},
     )
 
 

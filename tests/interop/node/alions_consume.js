@@ -10,6 +10,7 @@
 // With <failEvery> K > 0, the first delivery (reconsumeTimes 0) of every message whose
 // key number is a multiple of K answers Consumer.ACTION_RETRY: ali-ons sends it back
 // (CONSUMER_SEND_MSG_BACK) and the broker redelivers it later through %RETRY%<group>.
+// ONS_ACCESS_KEY / ONS_SECRET_KEY in the environment: sign requests (ACL).
 // Usage: node alions_consume.js <nameSrv> <topic> <group> <expression> <expected>
 //        <timeoutMs> <out> [lingerMs] [failEvery] [deliveries]
 const fs = require('fs');
@@ -33,6 +34,9 @@ async function main() {
     consumerGroup: group,
     clientIP: '127.0.0.1', // otherwise `undefined@<pid>` on a loopback-only host
     parallelConsumeLimit: 16,
+    // ACL: ali-ons signs every request when both are set (lib/channel.js).
+    accessKey: process.env.ONS_ACCESS_KEY || undefined,
+    secretKey: process.env.ONS_SECRET_KEY || undefined,
   });
   const errors = [];
   consumer.on('error', err => errors.push(err));

@@ -2,6 +2,7 @@
 // Sends N messages with the stock ali-ons producer (SEND_MESSAGE_V2), each with a key and
 // a tag, and prints one line: `PRODUCED count=<n> errors=<n> seconds=<s>`.
 // Message i: key `<prefix><i, 6 digits>`, tag TAGS[i % 3], body `key|tag|`.
+// ONS_ACCESS_KEY / ONS_SECRET_KEY in the environment: sign requests (ACL).
 // Usage: node alions_produce.js <nameSrv host:port> <topic> <n> <prefix> [window] [results]
 // `window` sends run concurrently (default 8); every send is awaited before exit.
 // `results` (a file) gets `key queueId queueOffset` per send, from its SendResult.
@@ -19,6 +20,10 @@ async function main() {
     nameSrv,
     producerGroup: `PID_alions_${topic}`,
     clientIP: '127.0.0.1', // ali-ons reads the machine's interfaces otherwise
+
+    // ACL: ali-ons signs every request when both are set (lib/channel.js).
+    accessKey: process.env.ONS_ACCESS_KEY || undefined,
+    secretKey: process.env.ONS_SECRET_KEY || undefined,
   });
   producer.on('error', err => console.error('producer error', err));
   await producer.ready();
@@ -47,7 +52,12 @@ async function main() {
   const seconds = (Date.now() - started) / 1000;
   if (resultsPath) fs.writeFileSync(resultsPath, results.join(''));
   console.log(`PRODUCED count=${n} errors=${errors} seconds=${seconds.toFixed(3)}`);
-  await producer.close();
+  try {
+    await producer.close();
+  } catch (err) {
+    // e.g. UNREGISTER_CLIENT refused by an ACL broker: the sends were judged already.
+    console.error('close error', err);
+  }
 }
 
 main().then(
