@@ -211,6 +211,31 @@ class BrokerConfig(BaseModel):
     transaction_check_interval: int = _f(
         60_000, "Period of the transaction check (ms).", important=True
     )
+    max_held_pull_requests: int = Field(
+        100_000,
+        ge=1,
+        description=(
+            "aiorocketmq: long-polling pulls held at once, over all connections; one "
+            "more is answered SYSTEM_BUSY at once (the client retries later)."
+        ),
+    )
+    max_batch_message_nums: int = Field(
+        10_000,
+        ge=1,
+        description=(
+            "aiorocketmq: messages in one batch send; more is MESSAGE_ILLEGAL (the "
+            "whole batch body is also bounded by maxMessageSize)."
+        ),
+    )
+    max_properties_size: int = Field(
+        32_767,
+        ge=1,
+        le=32_767,
+        description=(
+            "aiorocketmq: UTF-8 bytes of a message's properties (the CommitLog's 2-byte "
+            "length caps it at 32767); more is MESSAGE_ILLEGAL."
+        ),
+    )
     acl_enable: bool = _f(
         False,
         "Check every request against plain ACL (plain_acl.yml): accounts, signatures, "

@@ -122,25 +122,10 @@ class BrokerController(Service):
         self.ha = HAService(settings.store, tls=tls, client_tls=client_tls)
         self.ha.install(self.store)
         self.metrics = BrokerMetrics(settings, self.ctx, self.ha)
-        self.table: ProcessorTable = self.metrics.table
-        self.acl: AclService | None = None
-        if settings.broker.acl_enable:
-            cfg = settings.broker
-            self.acl = AclService(
-                *resolve_acl_paths(cfg.acl_plain_file, cfg.rocketmq_home),
-                watch_interval_ms=cfg.acl_file_watch_interval_millis,
-            )
-            self.table = AclProcessorTable(self.metrics.table, self.acl.current)
+        self.acl, self.table = self._build_acl(self.metrics.table)
         self.server = RemotingServer(self.metrics.table, settings.remoting, name="broker")
         self.pull = PullProcessor(self.ctx)
-        self.hold = PullRequestHoldService(
-            clock=self.clock,
-            max_offset=self.store.get_max_offset_in_queue,
-            rerun=self.pull.rerun,
-            long_polling_enable=settings.broker.long_polling_enable,
-            short_polling_ms=settings.broker.short_polling_time_mills,
-        )
-        self.ctx.hold = self.hold
+        self.hold = self.ctx.hold = self._build_hold_service()
         self.notifier = ConsumerIdsChangedNotifier(
             self.server, enabled=settings.broker.notify_consumer_ids_changed_enable
         )
@@ -203,6 +188,28 @@ class BrokerController(Service):
             store_host=(cfg.broker_ip1 or DEFAULT_BROKER_IP, self.settings.remoting.listen_port),
             clock=self.clock,
         )
+
+    def _build_hold_service(self) -> PullRequestHoldService:
+        cfg = self.settings.broker
+        return PullRequestHoldService(
+            clock=self.clock,
+            max_offset=self.store.get_max_offset_in_queue,
+            rerun=self.pull.rerun,
+            long_polling_enable=cfg.long_polling_enable,
+            short_polling_ms=cfg.short_polling_time_mills,
+            max_held=cfg.max_held_pull_requests,
+        )
+
+    def _build_acl(self, table: ProcessorTable) -> tuple[AclService | None, ProcessorTable]:
+        """With ``aclEnable``: the ACL service and the guarded table to register in."""
+        cfg = self.settings.broker
+        if not cfg.acl_enable:
+            return None, table
+        acl = AclService(
+            *resolve_acl_paths(cfg.acl_plain_file, cfg.rocketmq_home),
+            watch_interval_ms=cfg.acl_file_watch_interval_millis,
+        )
+        return acl, AclProcessorTable(table, acl.current)
 
     def _wire(self) -> None:
         self.pull.register(self.table)

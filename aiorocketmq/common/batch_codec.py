@@ -46,6 +46,7 @@ DEFAULT_MAX_BATCH_MESSAGES: Final = 65_536
 
 _ENTRY_HEAD: Final = struct.Struct(">iiiii")  # TOTALSIZE, MAGIC, BODYCRC, FLAG, BODY length
 _SHORT: Final = struct.Struct(">h")
+_INT: Final = struct.Struct(">i")
 _PROPERTIES_MAX: Final = 32767
 
 
@@ -110,6 +111,24 @@ def encode_batch(messages: Iterable[Message]) -> bytes:
         parts.append(_SHORT.pack(props_len))
         parts.append(props)
     return b"".join(parts)
+
+
+def count_batch_entries(body: BytesLike, *, stop_after: int) -> int:
+    """Entries of a batch body by their TOTALSIZE fields alone, counting at most
+    ``stop_after + 1`` (a cheap bound check; ``decode_batch_entries`` validates).
+
+    A malformed body counts up to where it stops making sense.
+    """
+    view = memoryview(body).cast("B") if isinstance(body, memoryview) else memoryview(body)
+    size = len(view)
+    pos = count = 0
+    while pos + 4 <= size and count <= stop_after:
+        total = _INT.unpack_from(view, pos)[0]
+        if total <= 0:
+            break
+        pos += total
+        count += 1
+    return count
 
 
 def decode_batch_entries(

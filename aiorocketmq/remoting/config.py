@@ -55,6 +55,14 @@ class RemotingServerConfig(_RemotingModel):
         ge=1024,
         description="aiorocketmq: bytes queued to a slow peer before reading from it pauses.",
     )
+    max_connections: int = Field(
+        16_384,
+        ge=1,
+        description=(
+            "aiorocketmq: open connections served at once; a connection beyond it gets "
+            "SYSTEM_BUSY for its first request and is closed (silent ones after 2 s)."
+        ),
+    )
     tls: TlsConfig = Field(
         default_factory=TlsConfig,
         exclude=True,

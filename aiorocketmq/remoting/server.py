@@ -3,7 +3,8 @@
 Owns: the listening socket (port 0 picks a free port; the bound address is
 readable), the set of live connections, close notifications for upper layers
 (a name server evicts a broker at once when its connection closes), idle-connection
-expiry, and server-to-client requests bounded by RocketMQ's semaphores. With
+expiry, ``maxConnections`` (one more gets SYSTEM_BUSY and is closed), and
+server-to-client requests bounded by RocketMQ's semaphores. With
 ``tls.server.mode`` permissive or enforcing the listener is a ``TlsServer``
 (``tls_listener.py``); disabled keeps ``loop.create_server``.
 
@@ -17,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from aiorocketmq.remoting.codes import ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.config import RemotingServerConfig
 from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection, acquire_slot
@@ -24,6 +26,9 @@ from aiorocketmq.remoting.tls import build_server_context
 from aiorocketmq.remoting.tls_listener import TlsServer, start_tls_server
 
 log = logging.getLogger(__name__)
+
+#: How long a connection past ``maxConnections`` may stay without sending anything.
+_OVER_LIMIT_GRACE_S = 2.0
 
 ConnectionListener = Callable[[RemotingConnection], None]
 
@@ -58,6 +63,7 @@ class RemotingServer:
         self._stopping = asyncio.Event()
         self.host = ""
         self.port = 0
+        self._refused = 0
 
     @property
     def address(self) -> str:
@@ -150,6 +156,8 @@ class RemotingServer:
             self._oneway_slots.release()
 
     def _make_protocol(self) -> RemotingConnection:
+        if len(self._connections) >= self.config.max_connections:
+            return self._over_limit()
         conn = RemotingConnection(
             self._processors,
             max_frame_length=self.config.frame_max_length,
@@ -162,6 +170,38 @@ class RemotingServer:
         # The peer address is known only in connection_made; tell listeners after it.
         asyncio.get_running_loop().call_soon(self._on_open, conn)
         return conn
+
+    def _over_limit(self) -> RemotingConnection:
+        """A connection past ``maxConnections``: SYSTEM_BUSY to its first request, then
+        closed; one that sends nothing is closed after ``_OVER_LIMIT_GRACE_S``."""
+        loop = asyncio.get_running_loop()
+        limit = self.config.max_connections
+        remark = f"[OVERLOAD] {self.name} serves at most maxConnections={limit} connections"
+        self._refused += 1
+        if self._refused == 1 or self._refused % 1000 == 0:
+            log.warning(
+                "%s refused connections=%d (maxConnections=%d)", self.name, self._refused, limit
+            )
+
+        def busy(conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+            # The reply is flushed when data_received returns; close after that.
+            loop.call_soon(conn.close)
+            return request.response_to(ResponseCode.SYSTEM_BUSY, remark)
+
+        table = ProcessorTable()
+        table.set_default(busy)
+        conn = RemotingConnection(
+            table, max_frame_length=self.config.frame_max_length, max_in_flight=1,
+            on_lost=self._connections.discard,
+        )  # fmt: skip
+        self._connections.add(conn)
+        loop.call_later(_OVER_LIMIT_GRACE_S, conn.close)
+        return conn
+
+    @property
+    def refused_connections(self) -> int:
+        """Connections turned away by ``maxConnections`` since start."""
+        return self._refused
 
     def _on_open(self, conn: RemotingConnection) -> None:
         for listener in self._open_listeners:

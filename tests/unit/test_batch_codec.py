@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from aiorocketmq.common.batch_codec import (
     BATCH_ENTRY_MIN_SIZE,
+    count_batch_entries,
     decode_batch,
     decode_batch_entries,
     encode_batch,
@@ -239,3 +240,13 @@ def test_encode_rejects_what_the_format_cannot_carry() -> None:
         encode_batch([Message("T", b"", 0, {"bad\x02": "v"})])
     with pytest.raises(LocalProtocolError):
         encode_batch([Message("T", b"", 0, {"lone": "\ud800"})])
+
+
+def test_count_batch_entries_stops_one_past_the_bound() -> None:
+    body = encode_batch(Message("T", b"x" * i) for i in range(10))
+    assert count_batch_entries(body, stop_after=100) == 10
+    assert count_batch_entries(memoryview(body), stop_after=3) == 4
+    assert count_batch_entries(b"", stop_after=3) == 0
+    # Garbage ends the count instead of looping: a zero or negative TOTALSIZE.
+    assert count_batch_entries(b"\x00\x00\x00\x00" * 8, stop_after=100) == 0
+    assert count_batch_entries(b"\xff\xff\xff\xff", stop_after=100) == 0

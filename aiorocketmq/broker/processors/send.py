@@ -25,6 +25,7 @@ from typing import Final
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.status_map import put_response
 from aiorocketmq.broker.transaction.half_service import put_half_message
+from aiorocketmq.common.batch_codec import count_batch_entries
 from aiorocketmq.common.constants import (
     DEFAULT_REGION,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -125,6 +126,7 @@ class SendProcessor:
     ) -> RemotingCommand:
         """``msgCheck``, then the single or batch path, then the reply."""
         topic_config = self._msg_check(header, conn.remote_address)
+        self._check_limits(request, header)
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = self._random_queue_id(topic_config.write_queue_nums)
@@ -133,6 +135,26 @@ class SendProcessor:
         else:
             result, queue_id = await self._send_one(conn, request, header, topic_config, queue_id)
         return self._reply(request, result, queue_id)
+
+    def _check_limits(self, request: RemotingCommand, header: SendMessageRequestHeader) -> None:
+        """``maxPropertiesSize`` and ``maxBatchMessageNums``: MESSAGE_ILLEGAL naming the limit."""
+        cfg = self._ctx.config
+        props = header.properties
+        # A code point is at most 4 UTF-8 bytes: encode only when it could matter.
+        if props and len(props) * 4 > cfg.max_properties_size:
+            size = len(props.encode("utf-8", "surrogatepass"))
+            if size > cfg.max_properties_size:
+                raise ProcessorError(
+                    ResponseCode.MESSAGE_ILLEGAL,
+                    f"message properties are {size} bytes, over maxPropertiesSize "
+                    f"{cfg.max_properties_size}",
+                )
+        limit = cfg.max_batch_message_nums
+        if header.batch and count_batch_entries(request.body, stop_after=limit) > limit:
+            raise ProcessorError(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"the batch holds more than maxBatchMessageNums {limit} messages",
+            )
 
     def _random_queue_id(self, write_queue_nums: int) -> int:
         """Java's ``randomQueueId``: ``nextInt(99999999) % writeQueueNums``."""
