@@ -32,6 +32,7 @@ from aiorocketmq.common.admin_bodies import (
 from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.protocol_bodies import ConsumerConnection, ProducerConnection
 from aiorocketmq.common.route import KVTable
+from aiorocketmq.common.running_info import ConsumerRunningInfo
 from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
 from aiorocketmq.common.topic_config import TopicConfig
 from aiorocketmq.remoting.broker_admin_headers import (
@@ -39,6 +40,7 @@ from aiorocketmq.remoting.broker_admin_headers import (
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
@@ -258,6 +260,19 @@ class BrokerAdminAPI:
         fields = GetConsumerConnectionListRequestHeader(group).to_ext_fields()
         return await self._decoded(
             address, RequestCode.GET_CONSUMER_CONNECTION_LIST, ConsumerConnection.decode, fields
+        )
+
+    async def get_consumer_running_info(
+        self, address: str, group: str, client_id: str, jstack: bool = False
+    ) -> ConsumerRunningInfo:
+        """GET_CONSUMER_RUNNING_INFO: the broker asks the client (Java waits 3x its timeout)."""
+        header = GetConsumerRunningInfoRequestHeader(group, client_id, jstack)
+        return await self._decoded(
+            address,
+            RequestCode.GET_CONSUMER_RUNNING_INFO,
+            ConsumerRunningInfo.decode,
+            header.to_ext_fields(),
+            timeout_ms=self.timeout_ms * 3,
         )
 
     async def get_producer_connection_list(self, address: str, group: str) -> ProducerConnection:

@@ -31,6 +31,7 @@ from aiorocketmq.common.admin_bodies import ConsumeStats, TopicStatsTable
 from aiorocketmq.common.constants import MASTER_ID, retry_topic
 from aiorocketmq.common.protocol_bodies import ConsumerConnection, ProducerConnection
 from aiorocketmq.common.route import BrokerData, ClusterInfo, TopicRouteData
+from aiorocketmq.common.running_info import ConsumerRunningInfo
 from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
 from aiorocketmq.common.topic_config import TopicConfig
 from aiorocketmq.remoting.acl_sign import SessionCredentials
@@ -313,6 +314,20 @@ class MQAdmin:
                 "Not found the consumer group connection", ResponseCode.CONSUMER_NOT_ONLINE
             )
         return result
+
+    async def get_consumer_running_info(
+        self, group: str, client_id: str, jstack: bool = False, broker_addr: str | None = None
+    ) -> ConsumerRunningInfo:
+        """One client's running info, asked through a broker of the group's retry topic.
+
+        Raises:
+            MQAdminError: no broker serves the group's retry topic.
+            MQBrokerError: the client is not online there, or did not answer.
+        """
+        address = broker_addr or await self._route_broker_addr(retry_topic(group))
+        if not address:
+            raise MQAdminError(f"no broker serves the retry topic of {group}", -1)
+        return await self.broker.get_consumer_running_info(address, group, client_id, jstack)
 
     async def examine_producer_connection_info(self, group: str, topic: str) -> ProducerConnection:
         """A producer group's clients, from one broker of the topic's route.

@@ -52,6 +52,7 @@ from aiorocketmq.broker.processors.client_manage import (
     ConsumerIdsChangedNotifier,
 )
 from aiorocketmq.broker.processors.consumer_manage import ConsumerManageProcessor
+from aiorocketmq.broker.processors.consumer_relay import ConsumerRelayProcessor
 from aiorocketmq.broker.processors.end_transaction import EndTransactionProcessor
 from aiorocketmq.broker.processors.pull import PullProcessor
 from aiorocketmq.broker.processors.query import QueryProcessor
@@ -229,6 +230,7 @@ class BrokerController(Service):
         QueryProcessor(self.ctx).register(self.table)
         EndTransactionProcessor(self.ctx, self.transactions).register(self.table)
         ResetOffsetProcessor(self.ctx, self.server.invoke_oneway).register(self.table)
+        ConsumerRelayProcessor(self.ctx, self.server.invoke).register(self.table)
         # mqbroker sets broker_config.config_path to its -c file (updates are persisted).
         self.broker_config = BrokerConfigProcessor(self.ctx, self.settings)
         self.broker_config.register(self.table)

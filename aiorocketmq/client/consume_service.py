@@ -40,6 +40,7 @@ from aiorocketmq.client.instance import ClientInstance
 from aiorocketmq.client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
 from aiorocketmq.client.process_queue import ProcessQueue
 from aiorocketmq.client.producer import Producer
+from aiorocketmq.client.stats import ConsumerStatsManager
 from aiorocketmq.common.constants import retry_topic
 from aiorocketmq.common.message import Message, MessageExt, MessageQueue
 from aiorocketmq.common.properties import MessageConst
@@ -144,6 +145,10 @@ class ConsumeHost(Protocol):
     def is_running(self) -> bool:
         """Whether the consumer still runs."""
 
+    @property
+    def stats(self) -> ConsumerStatsManager:
+        """Where consume RT and OK/failed counts go (the instance's)."""
+
 
 async def call_listener(listener: Listener, msgs: list[MessageExt], context: object) -> Any:
     """Run a sync or async listener; an exception is logged and returns None."""
@@ -244,7 +249,11 @@ class ConcurrentConsumeService:
         context = ConsumeConcurrentlyContext(mq)
         reset_retry_topic(msgs, self.host.group)
         _mark_consume_start(msgs)
+        started = time.monotonic()
         status = await call_listener(self.listener, msgs, context)
+        self.host.stats.inc_consume_rt(
+            self.host.group, mq.topic, (time.monotonic() - started) * 1000
+        )
         if not isinstance(status, ConsumeConcurrentlyStatus):
             status = ConsumeConcurrentlyStatus.RECONSUME_LATER
         if not pq.dropped:
@@ -260,6 +269,11 @@ class ConcurrentConsumeService:
     ) -> None:
         """Java's ``processConsumeResult`` with ackIndex all-or-nothing."""
         done = msgs
+        stats, group = self.host.stats, self.host.group
+        if status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
+            stats.inc_consume_ok(group, mq.topic, len(msgs))
+        else:
+            stats.inc_consume_failed(group, mq.topic, len(msgs))
         if status is ConsumeConcurrentlyStatus.RECONSUME_LATER:
             if self.host.model is MessageModel.BROADCASTING:
                 for msg in msgs:
@@ -412,7 +426,11 @@ class OrderlyConsumeService:
             reset_retry_topic(msgs, self.host.group)
             _mark_consume_start(msgs)
             context = ConsumeOrderlyContext(mq)
+            began = time.monotonic()
             status = await call_listener(self.listener, msgs, context)
+            self.host.stats.inc_consume_rt(
+                self.host.group, mq.topic, (time.monotonic() - began) * 1000
+            )
             if not isinstance(status, ConsumeOrderlyStatus):
                 status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
             if pq.dropped:
@@ -435,6 +453,11 @@ class OrderlyConsumeService:
     ) -> bool:
         """Commit or suspend (Java's processConsumeResult, autoCommit); True to go on."""
         go_on = True
+        stats, group = self.host.stats, self.host.group
+        if status is ConsumeOrderlyStatus.SUCCESS:
+            stats.inc_consume_ok(group, mq.topic, len(msgs))
+        else:
+            stats.inc_consume_failed(group, mq.topic, len(msgs))
         if status is ConsumeOrderlyStatus.SUCCESS:
             offset = pq.commit()
         elif await self._check_reconsume_times(msgs):

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiorocketmq.client.config import ClientConfig
+from aiorocketmq.client.diagnostics import stack_dump
 from aiorocketmq.client.errors import MQClientError, MQRemotingError, NoRouteError
 from aiorocketmq.client.mq_client_api import MQClientAPI
 from aiorocketmq.client.namesrv_api import NamesrvAPI, parse_namesrv_addr
@@ -37,6 +38,7 @@ from aiorocketmq.client.publish_info import (
     route_to_publish_info,
     route_to_subscribe_info,
 )
+from aiorocketmq.client.stats import ConsumerStatsManager
 from aiorocketmq.common.admin_bodies import ResetOffsetBody
 from aiorocketmq.common.compression import decompress_body
 from aiorocketmq.common.constants import MASTER_ID
@@ -46,13 +48,20 @@ from aiorocketmq.common.message_codec import decode_record
 from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.common.protocol_bodies import ConsumerData, HeartbeatData, ProducerData
 from aiorocketmq.common.route import QueueData, TopicRouteData
+from aiorocketmq.common.running_info import (
+    PROP_CLIENT_VERSION,
+    PROP_CONSUME_TYPE,
+    PROP_NAMESERVER_ADDR,
+    ConsumerRunningInfo,
+)
 from aiorocketmq.remoting.broker_admin_headers import (
     CheckTransactionStateRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
     ResetOffsetRequestHeader,
 )
 from aiorocketmq.remoting.broker_headers import NotifyConsumerIdsChangedRequestHeader
 from aiorocketmq.remoting.client import RemotingClient
-from aiorocketmq.remoting.codes import RequestCode, ResponseCode
+from aiorocketmq.remoting.codes import CURRENT_VERSION, MQVersion, RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection
 from aiorocketmq.runtime import Periodic, Service
@@ -144,6 +153,9 @@ class ClientInstance(Service):
         table.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
         table.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
         table.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
+        table.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_get_running_info)
+        #: Pull and consume figures of this instance's consumers (consumerStatus).
+        self.consumer_stats = ConsumerStatsManager()
         self.remoting = RemotingClient(
             config.remoting, processors=table, credentials=config.credentials()
         )
@@ -502,6 +514,27 @@ class ClientInstance(Service):
                      len(table))  # fmt: skip
             await reset(header.topic, table)
         return None if request.is_oneway else request.response_to(ResponseCode.SUCCESS)
+
+    # -- running info ---------------------------------------------------------------------
+
+    async def _on_get_running_info(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
+        """GET_CONSUMER_RUNNING_INFO (relayed by a broker for ``mqadmin consumerStatus``)."""
+        header = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
+        running_info = getattr(self.consumers.get(header.consumer_group), "running_info", None)
+        if running_info is None:
+            return request.response_to(
+                ResponseCode.SYSTEM_ERROR,
+                f"The Consumer Group <{header.consumer_group}> not exist in this consumer",
+            )
+        info: ConsumerRunningInfo = await running_info()
+        info.properties[PROP_NAMESERVER_ADDR] = self.config.namesrv_addr
+        info.properties.setdefault(PROP_CONSUME_TYPE, "CONSUME_PASSIVELY")
+        info.properties[PROP_CLIENT_VERSION] = MQVersion(CURRENT_VERSION).name
+        if header.jstack_enable:
+            info.jstack = stack_dump()
+        return request.response_to(ResponseCode.SUCCESS, None, None, info.encode())
 
 
 def _cap_queues(qd: QueueData, cap: int) -> QueueData:

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from aiorocketmq.common.message import MessageExt
+from aiorocketmq.common.running_info import ProcessQueueInfo
 
 __all__ = [
     "PULL_MAX_IDLE_TIME_MS",
@@ -66,6 +67,27 @@ class ProcessQueue:
         self.consuming = False
         self.try_unlock_times = 0
         self.consume_lock = asyncio.Lock()
+
+    def info(self, commit_offset: int) -> ProcessQueueInfo:
+        """Java's ``fillProcessQueueInfo`` (timestamps turned into wall-clock ms)."""
+        wall_minus_mono = int(time.time() * 1000) - _now_ms()
+        msgs, consuming = self._msgs, self._consuming
+        return ProcessQueueInfo(
+            commit_offset=commit_offset,
+            cached_msg_min_offset=min(msgs) if msgs else 0,
+            cached_msg_max_offset=max(msgs) if msgs else 0,
+            cached_msg_count=len(msgs),
+            cached_msg_size_in_mib=self.msg_size // (1024 * 1024),
+            transaction_msg_min_offset=min(consuming) if consuming else 0,
+            transaction_msg_max_offset=max(consuming) if consuming else 0,
+            transaction_msg_count=len(consuming),
+            locked=self.locked,
+            try_unlock_times=self.try_unlock_times,
+            last_lock_timestamp=self.last_lock_timestamp + wall_minus_mono,
+            droped=self.dropped,
+            last_pull_timestamp=self.last_pull_timestamp + wall_minus_mono,
+            last_consume_timestamp=self.last_consume_timestamp + wall_minus_mono,
+        )
 
     # -- state --------------------------------------------------------------------------
 

@@ -60,6 +60,7 @@ from aiorocketmq.client.process_queue import REBALANCE_LOCK_INTERVAL_MS, Process
 from aiorocketmq.client.pull_wrapper import PullAPIWrapper, build_pull_sys_flag
 from aiorocketmq.client.rebalance import RebalanceImpl, compute_pull_from_where
 from aiorocketmq.client.results import PullStatus
+from aiorocketmq.client.stats import ConsumerStatsManager
 from aiorocketmq.common.constants import retry_topic
 from aiorocketmq.common.message import MessageExt, MessageQueue
 from aiorocketmq.common.protocol_bodies import (
@@ -68,6 +69,12 @@ from aiorocketmq.common.protocol_bodies import (
     ConsumeType,
     MessageModel,
     build_subscription_data,
+)
+from aiorocketmq.common.running_info import (
+    PROP_CONSUME_ORDERLY,
+    PROP_CONSUMER_START_TIMESTAMP,
+    PROP_THREADPOOL_CORE_SIZE,
+    ConsumerRunningInfo,
 )
 from aiorocketmq.runtime import BlockingExecutor
 
@@ -117,6 +124,7 @@ class PushConsumer(InstanceMember):
         self._background: list[asyncio.Task[None]] = []
         self._rebalance_now = asyncio.Event()
         self._running = False
+        self._start_timestamp_ms = 0
         self.rebalance_count = 0
 
     # -- setup ---------------------------------------------------------------------------
@@ -168,6 +176,32 @@ class PushConsumer(InstanceMember):
             raise ClientStateError(f"push consumer {self.group} is not started")
         return self._offsets
 
+    @property
+    def stats(self) -> ConsumerStatsManager:
+        """The instance's consumer figures (raises ``ClientStateError`` before ``start``)."""
+        return self.instance.consumer_stats
+
+    async def running_info(self) -> ConsumerRunningInfo:
+        """GET_CONSUMER_RUNNING_INFO's answer for this group (Java's ``consumerRunningInfo``)."""
+        rebalance = self.rebalance
+        # Java's MixAll.object2Properties: every setting but the unset ones.
+        props = {
+            str(k): str(v).lower() if isinstance(v, bool) else str(v)
+            for k, v in self.config.model_dump(by_alias=True).items()
+            if v is not None
+        }
+        props[PROP_CONSUME_ORDERLY] = str(self.orderly).lower()
+        props[PROP_THREADPOOL_CORE_SIZE] = str(self.config.consume_thread_max)
+        props[PROP_CONSUMER_START_TIMESTAMP] = str(self._start_timestamp_ms)
+        info = ConsumerRunningInfo(properties=props)
+        info.subscription_set = list(rebalance.subscription_inner.values())
+        for mq, pq in list(rebalance.process_queue_table.items()):
+            offset = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
+            info.mq_table[mq] = pq.info(offset)
+        for topic in rebalance.subscription_inner:
+            info.status_table[topic] = self.stats.consume_status(self.group, topic)
+        return info
+
     # -- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -191,6 +225,7 @@ class PushConsumer(InstanceMember):
                 await self._executor.shutdown()
             raise
         self._instance = instance
+        self._start_timestamp_ms = int(time.time() * 1000)
         self._wrapper = PullAPIWrapper(instance, self.group, self.config.unit_mode)
         self._rebalance = self._make_rebalance(instance, self._offsets)
         if self.model is MessageModel.CLUSTERING:
@@ -490,6 +525,7 @@ class PushConsumer(InstanceMember):
             )
         wrapper = self._wrapper
         assert wrapper is not None
+        began = time.monotonic()
         result = await wrapper.pull_kernel(
             mq,
             subscription,
@@ -505,6 +541,9 @@ class PushConsumer(InstanceMember):
             return offset
         if result.status is PullStatus.FOUND:
             msgs = result.msg_found_list
+            stats = self.stats
+            stats.inc_pull_rt(self.group, mq.topic, (time.monotonic() - began) * 1000)
+            stats.inc_pull_tps(self.group, mq.topic, len(msgs))
             if msgs:
                 dispatch = pq.put_messages(msgs)
                 assert self._service is not None

@@ -53,6 +53,7 @@ __all__ = [
     "TopicStatsTable",
     "dumps_mq_map",
     "loads_object_keys",
+    "mq_table_entries",
 ]
 
 Body = bytes | bytearray | memoryview | str
@@ -289,7 +290,8 @@ def _mq_from_key(key: object, what: str) -> MessageQueue:
     raise RemoteProtocolError(f"{what}: bad MessageQueue key {key!r}")
 
 
-def _mq_table(value: object, what: str) -> list[tuple[MessageQueue, fj.JsonDict]]:
+def mq_table_entries(value: object, what: str) -> list[tuple[MessageQueue, fj.JsonDict]]:
+    """A decoded ``Map<MessageQueue, bean>`` (``loads_object_keys``) as (queue, bean) pairs."""
     table = fj.as_dict({} if value is None else value, what)
     return [(_mq_from_key(k, what), fj.as_dict(v, what)) for k, v in table.items()]
 
@@ -347,7 +349,7 @@ class TopicStatsTable:
     def decode(cls, data: Body) -> TopicStatsTable:
         """Parse fastjson's text. Raises ``RemoteProtocolError``."""
         d = fj.as_dict(loads_object_keys(data), "TopicStatsTable")
-        rows = _mq_table(d.get("offsetTable"), "offsetTable")
+        rows = mq_table_entries(d.get("offsetTable"), "offsetTable")
         return cls({mq: TopicOffset.from_json_dict(v) for mq, v in rows})
 
 
@@ -404,7 +406,7 @@ class ConsumeStats:
     def decode(cls, data: Body) -> ConsumeStats:
         """Parse fastjson's text. Raises ``RemoteProtocolError``."""
         d = fj.as_dict(loads_object_keys(data), "ConsumeStats")
-        rows = _mq_table(d.get("offsetTable"), "offsetTable")
+        rows = mq_table_entries(d.get("offsetTable"), "offsetTable")
         tps = d.get("consumeTps", 0.0)
         if isinstance(tps, str):
             try:

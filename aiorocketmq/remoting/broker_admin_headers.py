@@ -34,6 +34,7 @@ __all__ = [
     "EndTransactionRequestHeader",
     "GetConsumeStatsRequestHeader",
     "GetConsumerConnectionListRequestHeader",
+    "GetConsumerRunningInfoRequestHeader",
     "GetProducerConnectionListRequestHeader",
     "GetTopicStatsInfoRequestHeader",
     "QueryMessageRequestHeader",
@@ -238,6 +239,32 @@ class DeleteTopicRequestHeader:
     def to_ext_fields(self) -> dict[str, str]:
         """The extFields strings."""
         return to_ext_fields(topic=self.topic)
+
+
+@dataclass(slots=True, frozen=True)
+class GetConsumerRunningInfoRequestHeader:
+    """GET_CONSUMER_RUNNING_INFO (307): admin -> broker, relayed as is to the client."""
+
+    consumer_group: str
+    client_id: str
+    jstack_enable: bool = False
+
+    @classmethod
+    def from_ext_fields(cls, f: Fields) -> GetConsumerRunningInfoRequestHeader:
+        """Parse; raises ``HeaderFieldError``."""
+        return cls(
+            ext_str(f, "consumerGroup"),
+            ext_str(f, "clientId"),
+            ext_bool(f, "jstackEnable", False),
+        )
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings."""
+        return to_ext_fields(
+            consumerGroup=self.consumer_group,
+            clientId=self.client_id,
+            jstackEnable=self.jstack_enable,
+        )
 
 
 @dataclass(slots=True, frozen=True)
