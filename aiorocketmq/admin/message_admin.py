@@ -318,16 +318,23 @@ class MessageAdmin:
         return await self.client.search_offset(address, mq, timestamp_ms, self.timeout_ms)
 
     async def pull(
-        self, address: str, mq: MessageQueue, sub_expression: str, offset: int, max_nums: int
+        self,
+        address: str,
+        mq: MessageQueue,
+        sub_expression: str,
+        offset: int,
+        max_nums: int,
+        *,
+        group: str = TOOLS_CONSUMER_GROUP,
     ) -> PullResult:
-        """One pull as ``TOOLS_CONSUMER`` (no commit, no suspend), tag-filtered.
+        """One pull as ``group`` (no commit, no suspend), tag-filtered.
 
         Raises:
             MQBrokerError: an error reply, or records that do not decode.
         """
         subscription = build_subscription_data(mq.topic, sub_expression)
         header = PullMessageRequestHeader(
-            consumer_group=TOOLS_CONSUMER_GROUP,
+            consumer_group=group,
             topic=mq.topic,
             queue_id=mq.queue_id,
             queue_offset=offset,

@@ -18,8 +18,13 @@ in ``aiorocketmq.admin.broker_commands`` and ``send_commands``); and
 Read-only commands (``WATCHABLE``) take ``--watch SECONDS``: the command runs again
 every SECONDS until Ctrl-C (exit 130); ``clusterList -i`` is Java's own interval.
 
+consumeMessage and consumerStatus (``aiorocketmq.admin.consume_commands``) take
+``--json`` too.
+
 Without ``-n`` the name servers come from the ``NAMESRV_ADDR`` environment
-variable, as Java's tools fall back to it.
+variable, as Java's tools fall back to it. With ACL on the brokers, requests are
+signed with the ``accessKey``/``secretKey`` of ``$ROCKETMQ_HOME/conf/tools.yml``, as
+Java's tools sign them.
 
 Exit codes (Java's mqadmin has none; scripts can rely on these): 0 done; 1 the
 command failed (the reason on stderr, e.g. ``CODE: 17 DESC: topic not exist``, an
@@ -44,6 +49,8 @@ from typing import Final
 
 from aiorocketmq.admin.broker_commands import BROKER_COMMANDS
 from aiorocketmq.admin.commands import COMMANDS, UsageError
+from aiorocketmq.admin.consume_commands import CONSUME_COMMANDS
+from aiorocketmq.admin.credentials import ROCKETMQ_HOME_ENV, tools_credentials
 from aiorocketmq.admin.ha_status import ha_status
 from aiorocketmq.admin.message_commands import MESSAGE_COMMANDS
 from aiorocketmq.admin.mq_admin import MQAdmin
@@ -333,6 +340,42 @@ def _offset_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     _add(p, "f", "force", "set the force rollback by timestamp switch[true|false]")
 
 
+def _consume_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("consumeMessage", parents=[_common_parent()], help="Consume message")
+    p.add_argument("-t", "--topic", required=True, help="Topic name")
+    p.add_argument("-b", "--brokerName", help="Broker name")
+    p.add_argument("-i", "--queueId", type=_java_number(_INT32, "int"), help="Queue Id")
+    p.add_argument("-o", "--offset", type=_java_number(_INT64, "long"), help="Queue offset")
+    p.add_argument("-g", "--consumerGroup", help="Consumer group name")
+    p.add_argument(
+        "-s", "--beginTimestamp", help="Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]"
+    )
+    p.add_argument(
+        "-e", "--endTimestamp", help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]"
+    )
+    p.add_argument(
+        "-c", "--messageNumber", type=_java_number(_INT64, "long"),
+        help="Number of message to be consumed",
+    )  # fmt: skip
+    _json_flag(p)
+    p = sub.add_parser(
+        "consumerStatus",
+        parents=[_common_parent()],
+        help="Query consumer's internal data structure",
+    )
+    p.add_argument("-g", "--consumerGroup", required=True, help="consumer group name")
+    p.add_argument("-i", "--clientId", help="The consumer's client id")
+    p.add_argument("-b", "--brokerAddr", help="broker address")
+    p.add_argument(
+        "-s", "--jstack", action="store_true", help="Run jstack command in the consumer progress"
+    )
+    p.add_argument(
+        "--outDir", default=".",
+        help="where the per-client reports go, as <outDir>/<now ms>/<clientId> (aiorocketmq)",
+    )  # fmt: skip
+    _json_flag(p)
+
+
 def _dashboard_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "dashboard", parents=[_common_parent()], help="Serve the web dashboard (aiorocketmq)"
@@ -375,6 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     _group_commands(sub)
     _message_commands(sub)
     _offset_commands(sub)
+    _consume_commands(sub)
     _dashboard_command(sub)
     for name in WATCHABLE:
         sub.choices[name].add_argument(
@@ -407,11 +451,13 @@ async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
         **MESSAGE_COMMANDS,
         **BROKER_COMMANDS,
         **SEND_COMMANDS,
+        **CONSUME_COMMANDS,
         "haStatus": ha_status,
         "dashboard": dashboard,
     }[args.command]
     try:
-        async with MQAdmin(namesrv_addr) as admin:
+        credentials = tools_credentials(os.environ.get(ROCKETMQ_HOME_ENV))
+        async with MQAdmin(namesrv_addr, credentials=credentials) as admin:
             await watch(lambda: command(admin, args, _write), getattr(args, "watch", None))
     except UsageError as exc:
         print(f"mqadmin {args.command}: {exc}", file=sys.stderr)

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from aiorocketmq.admin.mq_admin import MQAdmin
+from aiorocketmq.cli.admin import main
 from aiorocketmq.client import ConsumeConcurrentlyStatus, PushConsumer, PushConsumerConfig
 from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.errors import MQBrokerError, SendFailedError
@@ -220,3 +221,38 @@ async def test_accounts_signatures_white_list_and_reload(
         "Check signature failed for accessKey=app_user1"
     )
     assert broker.proc.running
+
+
+async def test_mqadmin_signs_with_tools_yml(
+    start_process: StartProcess,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    acl_file = tmp_path / "plain_acl.yml"
+    acl_file.write_text(acl_yaml(), "utf-8")
+    _ns, namesrv = await start_namesrv(start_process, tmp_path)
+    broker = await start_broker(
+        start_process, tmp_path, namesrv, aclEnable=True, aclPlainFile=str(acl_file)
+    )
+    home = tmp_path / "home"
+    (home / "conf").mkdir(parents=True)
+    monkeypatch.setenv("ROCKETMQ_HOME", str(home))
+    update = ["updateTopic", "-n", namesrv, "-b", broker.addr, "-t", "CliTopic"]
+
+    async def mqadmin(creds: SessionCredentials | None) -> tuple[int, str]:
+        tools = home / "conf" / "tools.yml"
+        if creds is None:
+            tools.unlink(missing_ok=True)
+        else:
+            tools.write_text(f"accessKey: {creds.access_key}\nsecretKey: {creds.secret_key}\n")
+        capsys.readouterr()
+        code = await asyncio.to_thread(main, update)
+        return code, capsys.readouterr().err
+
+    code, err = await mqadmin(None)
+    assert code == 1 and "No accessKey is configured" in err
+    code, err = await mqadmin(APP)
+    assert code == 1 and "Need admin permission for request code=17" in err
+    code, err = await mqadmin(ADMIN)
+    assert code == 0, err
