@@ -27,7 +27,7 @@ from aiorocketmq.admin.mq_admin import MQAdmin, MQAdminError
 from aiorocketmq.client.errors import MQClientError, NoRouteError
 from aiorocketmq.common.admin_bodies import ConsumeStats
 from aiorocketmq.common.constants import MASTER_ID, RETRY_GROUP_TOPIC_PREFIX
-from aiorocketmq.common.message import MessageExt
+from aiorocketmq.common.message import MessageExt, MessageQueue
 from aiorocketmq.common.protocol_bodies import ConsumerConnection
 from aiorocketmq.common.validators import is_system_topic, validate_group, validate_topic
 
@@ -47,6 +47,8 @@ __all__ = [
 ]
 
 BODY_PREVIEW_CHARS: Final = 512
+#: How long the group page waits for one client's running info.
+RUNNING_INFO_TIMEOUT_S: Final = 3.0
 """How much of a body a message page shows (decoded as UTF-8, errors replaced)."""
 
 _REPLY_TOPIC_POSTFIX: Final = "_REPLY_TOPIC"
@@ -263,18 +265,42 @@ def _clients(conn: ConsumerConnection | None) -> str:
     return ", ".join(sorted(c.client_id for c in conn.connections)) or "-"
 
 
-async def group_detail(admin: MQAdmin, group: str) -> dict[str, Any]:
-    """A group's queues: broker offset, consumer offset, lag, and its online clients.
+async def _queue_owners(
+    admin: MQAdmin, group: str, conn: ConsumerConnection | None
+) -> dict[MessageQueue, str]:
+    """Which client holds each queue, from each client's running info.
 
-    The broker does not relay which client holds which queue (GET_CONSUMER_RUNNING_INFO),
-    so each row shows the group's online clients instead.
+    A client that cannot tell (ali-ons does not answer GET_CONSUMER_RUNNING_INFO) is
+    given ``RUNNING_INFO_TIMEOUT_S`` and then left out.
     """
+    if conn is None:
+        return {}
+
+    async def held(client_id: str) -> list[tuple[MessageQueue, str]]:
+        try:
+            info = await asyncio.wait_for(
+                admin.get_consumer_running_info(group, client_id), RUNNING_INFO_TIMEOUT_S
+            )
+        except TimeoutError:
+            return []
+        return [(mq, client_id) for mq in info.mq_table]
+
+    answers = await asyncio.gather(*(_or_none(held(c.client_id)) for c in conn.connections))
+    return dict(pair for pairs in answers if pairs for pair in pairs)
+
+
+async def group_detail(admin: MQAdmin, group: str) -> dict[str, Any]:
+    """A group's queues: broker offset, consumer offset, lag, and the client holding each
+    (from the clients' running info; ``-`` for a queue none holds; the group's clients
+    when no client reports its queues, as pull consumers and ali-ons do not)."""
     group = _check_name("group", group)
     try:
         stats = await admin.examine_consume_stats(group)
     except (NoRouteError, MQAdminError) as exc:
         raise NotFound(f"consumer group {group!r} not found: {exc}") from exc
-    clients = _clients(await _or_none(admin.examine_consumer_connection_info(group)))
+    conn = await _or_none(admin.examine_consumer_connection_info(group))
+    clients = _clients(conn)
+    owners = await _queue_owners(admin, group, conn)
     queues = []
     for mq in sorted(stats.offset_table):
         w = stats.offset_table[mq]
@@ -287,7 +313,8 @@ async def group_detail(admin: MQAdmin, group: str) -> dict[str, Any]:
                 "consumerOffset": w.consumer_offset,
                 "lag": max(0, w.broker_offset - w.consumer_offset),
                 "lastTimestamp": w.last_timestamp,
-                "client": clients,
+                # No client reports queues (pull consumers, ali-ons): the group's clients.
+                "client": owners.get(mq, "-") if owners else clients,
             }
         )
     return {

@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,7 @@ from aiorocketmq.client import ConsumeConcurrentlyStatus, PushConsumer, PushCons
 from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.producer import Producer
 from aiorocketmq.common.message import Message, MessageExt, MessageQueue
+from aiorocketmq.dashboard.data import NotFound, group_detail
 from tests.support.cluster import create_topic, start_broker, start_namesrv
 from tests.support.procs import ManagedProcess
 from tests.support.wait import wait_until
@@ -224,6 +226,20 @@ async def test_consumer_status_table_json_and_files(
         doc = json.loads(out)
         assert [c["clientId"] for c in doc["clients"]] == [client_id]
         assert doc["sameSubscription"] is True and doc["warnings"] == []
+
+        # The dashboard's group page names the client holding each queue.
+        await consumer.persist_consumer_offset()  # oneway: the page needs them committed
+        async with MQAdmin(ns) as admin:
+
+            async def committed() -> dict[str, Any] | None:
+                try:
+                    return await group_detail(admin, GROUP)
+                except NotFound:
+                    return None
+
+            detail = await wait_until(committed, timeout=10, what="the group's offsets")
+        holders = {(q["topic"], q["queueId"]): q["client"] for q in detail["queues"]}
+        assert {holders[(TOPIC, q)] for q in range(4)} == {client_id}
 
         # A client that is not there: exit 1 with the broker's reason.
         code, _out, err = await run(
