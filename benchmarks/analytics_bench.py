@@ -20,7 +20,10 @@ with each copy's PHYSICALOFFSET and QUEUEOFFSET patched (numpy), so every record
 valid and sits at its own address. The page cache is warmed before each measurement.
 Target: data source >= 2x the plain loop.
 
-Run: ``python benchmarks/analytics_bench.py [--gib 1] [--dir /tmp/x] [--keep]``
+``--breakdown`` adds count() runs with column groups left out (no CRC check, no
+properties map, no keys, no string column): where the full schema's time goes.
+
+Run: ``python benchmarks/analytics_bench.py [--gib 1] [--dir /tmp/x] [--keep] [--breakdown]``
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +48,19 @@ from aiorocketmq.common.properties import properties_to_string
 
 BLOCK_RECORDS = 1000
 NARROW = "topic,queueId,storeTimestamp,bodySize"
+ALL_COLUMNS = (
+    "broker", "topic", "queueId", "queueOffset", "physicalOffset", "sysFlag", "flag",
+    "bornTimestamp", "bornHost", "storeTimestamp", "storeHost", "reconsumeTimes", "bodySize",
+    "bodyCrcOk", "tags", "keys", "uniqKey", "properties",
+)  # fmt: skip
+#: --breakdown: (label, columns left out, checkCrc).
+_GROUPS = (
+    ("all columns, no CRC check", (), "false"),
+    ("without properties", ("properties",), "true"),
+    ("without properties, keys", ("properties", "keys"), "true"),
+    ("without any string column", ("properties", "keys", "tags", "uniqKey", "topic", "broker",
+                                   "bornHost", "storeHost"), "true"),
+)  # fmt: skip
 
 
 def _block(rng: random.Random) -> tuple[bytes, np.ndarray, np.ndarray]:
@@ -136,6 +153,9 @@ def main() -> None:
     parser.add_argument("--dir", type=Path)
     parser.add_argument("--rounds", type=int, default=3, help="measured runs of each reader")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="also count() with column groups left out"
+    )
     args = parser.parse_args()
     directory = args.dir or Path(tempfile.mkdtemp(prefix="analytics-bench-"))
     total = int(args.gib * (1 << 30))
@@ -167,6 +187,25 @@ def _line(label: str, times: list[float], mib: float, records: int) -> str:
             f"{records / med:11,.0f} records/s  (runs: {runs} s)")  # fmt: skip
 
 
+def _breakdown(
+    spark: Any, directory: Path, records: int, args: argparse.Namespace
+) -> list[tuple[str, list[float]]]:
+    """count() with column groups left out: where the full schema's time goes.
+
+    Spark 4 turns a Python data source's Arrow batches into rows (its reader has no
+    columnar path), copying every column of every row, so each left-out group saves
+    its decode in Python and its copy in the JVM.
+    """
+    out = []
+    for label, left_out, crc in _GROUPS:
+        cols = ",".join(c for c in ALL_COLUMNS if c not in left_out)
+        reader = spark.read.format("rocketmq").option("chunkSize", str(args.chunk_mib << 20))
+        df = reader.option("columns", cols).option("checkCrc", crc).load(str(directory))
+        df.count()
+        out.append((label, _timed(df.count, records, args.rounds)))
+    return out
+
+
 def _measure(directory: Path, records: int, used: int, args: argparse.Namespace) -> None:
     from aiorocketmq.analytics.session import spark_session
 
@@ -183,6 +222,7 @@ def _measure(directory: Path, records: int, used: int, args: argparse.Namespace)
     narrow_df = narrow.option("columns", NARROW).load(str(directory))
     narrow_df.count()
     narrow_times = _timed(narrow_df.count, records, args.rounds)
+    breakdown = _breakdown(spark, directory, records, args) if args.breakdown else []
     spark.stop()
     mib = used / 2**20
     print(_line("plain loop (1 process)", plain, mib, records))
@@ -191,6 +231,8 @@ def _measure(directory: Path, records: int, used: int, args: argparse.Namespace)
     ratio = statistics.median(plain) / statistics.median(spark_times)
     narrow_ratio = statistics.median(plain) / statistics.median(narrow_times)
     print(f"ratio with those columns: {narrow_ratio:.2f}x")
+    for label, times in breakdown:
+        print(_line(f"  {label}", times, mib, records))
     version = sys.version.split()[0]
     print(f"ratio data source / plain: {ratio:.2f}x (target >= 2x); chunks of "
           f"{args.chunk_mib} MiB; cores: {os.cpu_count()}, python {version}")  # fmt: skip

@@ -22,6 +22,11 @@ import numpy.typing as npt
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 
+try:  # zlib-ng's SIMD CRC32 (the analytics extra): same values, about 3x zlib's speed
+    from zlib_ng.zlib_ng import crc32 as _crc32  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - without the extra
+    from zlib import crc32 as _crc32
+
 from aiorocketmq.common.message_codec import ReadableBuffer, RecordView
 from aiorocketmq.common.msg_id import unpack_ip
 from aiorocketmq.common.properties import MessageConst, string_to_properties
@@ -165,15 +170,14 @@ def properties_columns(props: pa.Array) -> dict[str, pa.Array]:
 
 
 def _crc_ok(buf: ReadableBuffer, starts: IntArray, sizes: IntArray, stored: IntArray) -> pa.Array:
+    # One C call per body, collected straight into numpy; the comparison is vectorized.
     view = memoryview(buf)
     try:
-        ok = [
-            n == 0 or (zlib.crc32(view[a : a + n]) & 0x7FFFFFFF) == crc
-            for a, n, crc in zip(starts.tolist(), sizes.tolist(), stored.tolist(), strict=True)
-        ]
+        pairs = zip(starts.tolist(), sizes.tolist(), strict=True)
+        crcs = np.fromiter((_crc32(view[a : a + n]) for a, n in pairs), np.int64, len(starts))
     finally:
         view.release()
-    return pa.array(ok, pa.bool_())
+    return pa.array(((crcs & 0x7FFFFFFF) == stored) | (sizes == 0))
 
 
 def fast_layout(

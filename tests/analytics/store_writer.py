@@ -134,7 +134,16 @@ async def write_store(
                     flag = MessageSysFlag.COMPRESSED_FLAG
                 else:
                     body, flag = rng.randbytes(rng.randint(50, 3000)), 0
-                await _send(client, addr, truth, i, topic, i % 4, body, flag)
+                sent = await _send(client, addr, truth, i, topic, i % 4, body, flag)
+                if i == 0:
+                    # The first history snapshot is stamped with this send's end: later
+                    # messages must be stored in a later millisecond to stay out of it.
+                    first_end = sent.after_ms
+                    await wait_until(
+                        lambda: int(time.time() * 1000) > first_end,  # noqa: B023 - awaited here
+                        timeout=1,
+                        what="the clock past the first send",
+                    )
             for q in range(4):
                 truth.committed[(topics[0], q)] = q
                 await _commit(client, addr, topics[0], q, q)
