@@ -40,6 +40,7 @@ from aiorocketmq.broker.metrics import BrokerMetrics
 from aiorocketmq.broker.offset_history import HISTORY_FILE, OffsetHistoryService
 from aiorocketmq.broker.offsets import ConsumerOffsetFlushService, ConsumerOffsetManager
 from aiorocketmq.broker.outer_api import BrokerIdentity, BrokerOuterAPI
+from aiorocketmq.broker.processors.acl_admin import AclAdminProcessor
 from aiorocketmq.broker.processors.admin import AdminProcessor
 from aiorocketmq.broker.processors.admin_stats import (
     AdminStatsProcessor,
@@ -231,6 +232,7 @@ class BrokerController(Service):
         EndTransactionProcessor(self.ctx, self.transactions).register(self.table)
         ResetOffsetProcessor(self.ctx, self.server.invoke_oneway).register(self.table)
         ConsumerRelayProcessor(self.ctx, self.server.invoke).register(self.table)
+        AclAdminProcessor(self.ctx, self.acl).register(self.table)
         # mqbroker sets broker_config.config_path to its -c file (updates are persisted).
         self.broker_config = BrokerConfigProcessor(self.ctx, self.settings)
         self.broker_config.register(self.table)

@@ -18,8 +18,9 @@ in ``aiorocketmq.admin.broker_commands`` and ``send_commands``); and
 Read-only commands (``WATCHABLE``) take ``--watch SECONDS``: the command runs again
 every SECONDS until Ctrl-C (exit 130); ``clusterList -i`` is Java's own interval.
 
-consumeMessage and consumerStatus (``aiorocketmq.admin.consume_commands``) take
-``--json`` too.
+consumeMessage and consumerStatus (``aiorocketmq.admin.consume_commands``) and the
+ACL commands updateAclConfig, deleteAclConfig, updateGlobalWhiteAddr and
+clusterAclConfigVersion (``aiorocketmq.admin.acl_commands``) take ``--json`` too.
 
 Without ``-n`` the name servers come from the ``NAMESRV_ADDR`` environment
 variable, as Java's tools fall back to it. With ACL on the brokers, requests are
@@ -47,6 +48,7 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Final
 
+from aiorocketmq.admin.acl_commands import ACL_COMMANDS
 from aiorocketmq.admin.broker_commands import BROKER_COMMANDS
 from aiorocketmq.admin.commands import COMMANDS, UsageError
 from aiorocketmq.admin.consume_commands import CONSUME_COMMANDS
@@ -376,6 +378,53 @@ def _consume_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     _json_flag(p)
 
 
+def _acl_target(parser: argparse.ArgumentParser, what: str) -> None:
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("-b", "--brokerAddr", help=f"{what} which broker")
+    group.add_argument("-c", "--clusterName", help=f"{what} which cluster")
+
+
+def _acl_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "updateAclConfig", parents=[_common_parent()], help="Update acl config yaml file in broker"
+    )
+    _acl_target(p, "update acl config file to")
+    p.add_argument("-a", "--accessKey", required=True, help="set accessKey in acl config file")
+    p.add_argument("-s", "--secretKey", help="set secretKey in acl config file")
+    p.add_argument("-w", "--whiteRemoteAddress", help="set white ip Address for account")
+    p.add_argument("-i", "--defaultTopicPerm", help="set default topicPerm in acl config file")
+    p.add_argument("-u", "--defaultGroupPerm", help="set default GroupPerm in acl config file")
+    p.add_argument("-t", "--topicPerms", help="set topicPerms list,eg: topicA=DENY,topicD=SUB")
+    p.add_argument("-g", "--groupPerms", help="set groupPerms list,eg: groupD=DENY,groupD=SUB")
+    p.add_argument("-m", "--admin", help="set admin flag in acl config file")
+    _json_flag(p)
+    p = sub.add_parser(
+        "deleteAclConfig", parents=[_common_parent()], help="Delete Acl Config Account in broker"
+    )
+    _acl_target(p, "delete acl config account from")
+    p.add_argument("-a", "--accessKey", required=True, help="the account to delete")
+    _json_flag(p)
+    p = sub.add_parser(
+        "updateGlobalWhiteAddr",
+        parents=[_common_parent()],
+        help="Update global white address for acl Config File in broker",
+    )
+    _acl_target(p, "update global white address to")
+    p.add_argument(
+        "-g", "--globalWhiteRemoteAddresses", required=True,
+        help="set globalWhiteRemoteAddress list,eg: 10.10.103.*,192.168.0.*",
+    )  # fmt: skip
+    p.add_argument("-p", "--aclFileFullPath", help="update the white list of this acl file")
+    _json_flag(p)
+    p = sub.add_parser(
+        "clusterAclConfigVersion",
+        parents=[_common_parent()],
+        help="List all of acl config version information in cluster",
+    )
+    _acl_target(p, "query acl config version for")
+    _json_flag(p)
+
+
 def _dashboard_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "dashboard", parents=[_common_parent()], help="Serve the web dashboard (aiorocketmq)"
@@ -419,6 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     _message_commands(sub)
     _offset_commands(sub)
     _consume_commands(sub)
+    _acl_commands(sub)
     _dashboard_command(sub)
     for name in WATCHABLE:
         sub.choices[name].add_argument(
@@ -452,6 +502,7 @@ async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
         **BROKER_COMMANDS,
         **SEND_COMMANDS,
         **CONSUME_COMMANDS,
+        **ACL_COMMANDS,
         "haStatus": ha_status,
         "dashboard": dashboard,
     }[args.command]

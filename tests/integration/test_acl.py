@@ -17,6 +17,7 @@ list holding 127.0.0.2 only. Checked with our client, signing:
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -256,3 +257,68 @@ async def test_mqadmin_signs_with_tools_yml(
     assert code == 1 and "Need admin permission for request code=17" in err
     code, err = await mqadmin(ADMIN)
     assert code == 0, err
+
+
+async def test_acl_edited_through_mqadmin(
+    start_process: StartProcess,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    acl_file = tmp_path / "plain_acl.yml"
+    acl_file.write_text(acl_yaml(), "utf-8")
+    _ns, namesrv = await start_namesrv(start_process, tmp_path)
+    broker = await start_broker(
+        start_process, tmp_path, namesrv, aclEnable=True, aclPlainFile=str(acl_file)
+    )
+    home = tmp_path / "home"
+    (home / "conf").mkdir(parents=True)
+    tools = home / "conf" / "tools.yml"
+    monkeypatch.setenv("ROCKETMQ_HOME", str(home))
+    async with MQAdmin(namesrv, credentials=ADMIN) as admin:
+        await admin.create_topic(broker.addr, TopicConfig("NewTopic", 4, 4))
+
+    async def mqadmin(creds: SessionCredentials, *args: str) -> tuple[int, str, str]:
+        tools.write_text(f"accessKey: {creds.access_key}\nsecretKey: {creds.secret_key}\n")
+        capsys.readouterr()
+        code = await asyncio.to_thread(main, [args[0], "-n", namesrv, "-b", broker.addr, *args[1:]])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    newcomer = SessionCredentials("newuser01", "newsecret1")
+    code, out, err = await mqadmin(
+        ADMIN, "updateAclConfig", "-a", newcomer.access_key, "-s", newcomer.secret_key,
+        "-i", "DENY", "-u", "SUB", "-t", "NewTopic=PUB",
+    )  # fmt: skip
+    assert code == 0, err
+    assert out == f"create or update plain access config to {broker.addr} success.\n"
+    await send_one(namesrv, "newcomer", newcomer, "NewTopic")  # in force at once
+    assert "newuser01" in await asyncio.to_thread(acl_file.read_text, "utf-8")
+
+    code, out, err = await mqadmin(ADMIN, "clusterAclConfigVersion", "--json")
+    assert code == 0, err
+    (row,) = [r for r in json.loads(out) if r["aclFilePath"] == str(acl_file)]
+    assert (row["brokerAddr"], row["counter"]) == (broker.addr, 1)
+    code, out, err = await mqadmin(ADMIN, "clusterAclConfigVersion")
+    assert code == 0, err
+    assert out.splitlines()[0].split()[:3] == ["#Cluster", "Name", "#Broker"]
+    assert str(acl_file) in out
+
+    # Refusals: a malformed permission (nothing written), a non-admin account.
+    code, _out, err = await mqadmin(ADMIN, "updateAclConfig", "-a", "newuser01", "-t", "Bad")
+    assert code == 1 and "CODE: 209" in err and "Parse resource permission failed" in err
+    code, _out, err = await mqadmin(APP, "updateAclConfig", "-a", "sneaky01", "-s", "sneaky001")
+    assert code == 1 and "Need admin permission for request code=50" in err
+
+    code, out, err = await mqadmin(ADMIN, "deleteAclConfig", "-a", newcomer.access_key)
+    assert code == 0, err
+    assert out.startswith(f"delete plain access config account from {broker.addr} success.")
+    assert await refusal_of(namesrv, "gone", newcomer, "NewTopic") == "No acl config for newuser01"
+    code, _out, err = await mqadmin(ADMIN, "deleteAclConfig", "-a", newcomer.access_key)
+    assert code == 1 and "CODE: 210" in err
+
+    code, out, err = await mqadmin(ADMIN, "updateGlobalWhiteAddr", "-g", "127.0.0.1", "--json")
+    assert code == 0, err
+    assert json.loads(out) == {"globalWhiteAddrs": "127.0.0.1", "updated": [broker.addr]}
+    white = await raw_request(broker.addr, "127.0.0.1")
+    assert white.code == ResponseCode.SUCCESS, white.remark

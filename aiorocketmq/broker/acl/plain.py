@@ -61,7 +61,7 @@ PUB: Final = 1 << 2
 SUB: Final = 1 << 3
 
 #: Codes only admin accounts may send (Java's Permission.ADMIN_CODE, plus the
-#: offset reset, which Java leaves to anyone with a valid signature).
+#: offset reset and the ACL edits, which Java leaves to anyone with a valid signature).
 ADMIN_CODES: Final = frozenset(
     {
         RequestCode.UPDATE_AND_CREATE_TOPIC,
@@ -70,6 +70,10 @@ ADMIN_CODES: Final = frozenset(
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
         RequestCode.DELETE_SUBSCRIPTIONGROUP,
         RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+        # Java lets any signed account edit the ACL itself; here only admins may.
+        RequestCode.UPDATE_AND_CREATE_ACL_CONFIG,
+        RequestCode.DELETE_ACL_CONFIG,
+        RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
     }
 )
 
@@ -216,6 +220,8 @@ class AclAccounts:
     global_white: tuple[AddressMatcher, ...] = ()
     accounts: Mapping[str, Account] = field(default_factory=dict)
     files: tuple[str, ...] = ()
+    #: accessKey -> the file that defines it.
+    sources: Mapping[str, str] = field(default_factory=dict)
 
     def account(self, access_key: str | None) -> Account | str:
         """The account of ``access_key``, or Java's refusal text."""
@@ -256,6 +262,7 @@ def load_acl_files(paths: Sequence[Path]) -> AclAccounts:
     """
     white: list[AddressMatcher] = []
     accounts: dict[str, Account] = {}
+    sources: dict[str, str] = {}
     for path in paths:
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -270,4 +277,5 @@ def load_acl_files(paths: Sequence[Path]) -> AclAccounts:
                 )
                 continue
             accounts[account.access_key] = account
-    return AclAccounts(tuple(white), accounts, tuple(str(p) for p in paths))
+            sources[account.access_key] = str(path)
+    return AclAccounts(tuple(white), accounts, tuple(str(p) for p in paths), sources)

@@ -37,10 +37,13 @@ Must not: parse YAML (``plain.py``) or sign requests (``remoting/acl_sign.py``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
+from aiorocketmq.broker.acl import editor
 from aiorocketmq.broker.acl.plain import (
     PUB,
     SUB,
@@ -78,6 +81,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _SKIP_BROKER = frozenset((SIGNATURE, UNIQUE_MSG_QUERY_FLAG))
 _SKIP_CLIENT = frozenset((SIGNATURE,))
@@ -248,10 +253,65 @@ class AclService(Service):
         self._seen: tuple[tuple[str, int, int], ...] = ()
         self.accounts = AclAccounts()
         self.reloads = 0
+        self._edits = asyncio.Lock()
 
     def current(self) -> AclAccounts:
         """The accounts in force (the table's callback)."""
         return self.accounts
+
+    # -- edits (mqadmin updateAclConfig...) ---------------------------------------------
+
+    @property
+    def default_file(self) -> Path:
+        """``aclPlainFile``: where new accounts and the global white list go."""
+        return self._default_file
+
+    async def _edit(self, edit: Callable[[], T]) -> T:
+        """Run a file edit in a thread, one at a time, then reload at once."""
+        async with self._edits:
+            result = await asyncio.to_thread(edit)
+            self._seen = ()  # whatever the timestamps say, read the files again
+            await self._watch()
+            return result
+
+    async def update_account(self, fields: Mapping[str, object]) -> None:
+        """Create or update an account where it is defined (else in ``aclPlainFile``).
+
+        Raises:
+            AclConfigError: the account would be malformed.
+        """
+        source = self.accounts.sources.get(str(fields.get("accessKey")))
+        path = Path(source) if source else self._default_file
+        await self._edit(functools.partial(editor.update_account, path, fields))
+
+    async def delete_account(self, access_key: str) -> bool:
+        """Remove an account from its file; False when no file defines it."""
+        source = self.accounts.sources.get(access_key)
+        if source is None:
+            return False
+        return await self._edit(functools.partial(editor.delete_account, Path(source), access_key))
+
+    async def update_global_white(self, addresses: Sequence[str], file: str | None) -> None:
+        """Replace the global white list of ``file`` (one of the ACL files; default: ours).
+
+        Raises:
+            AclConfigError: ``file`` is not an ACL file here, or a pattern is malformed.
+        """
+        path = self._default_file
+        if file:
+            if file not in self.accounts.files and Path(file) != self._default_file:
+                raise AclConfigError(f"{file} is not one of this broker's ACL files")
+            path = Path(file)
+        await self._edit(functools.partial(editor.update_global_white, path, list(addresses)))
+
+    async def versions(self) -> dict[str, dict[str, int]]:
+        """Each ACL file's ``dataVersion`` (the default file's even before it exists)."""
+        files = list(dict.fromkeys([*self.accounts.files, str(self._default_file)]))
+
+        def read() -> dict[str, dict[str, int]]:
+            return {f: editor.data_version(Path(f)) for f in files}
+
+        return await asyncio.to_thread(read)
 
     def _fingerprint_now(self) -> tuple[tuple[str, int, int], ...]:
         return _fingerprint(acl_files(self._default_file, self._acl_dir))

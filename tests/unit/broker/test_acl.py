@@ -11,6 +11,7 @@ import yaml
 from aiorocketmq.broker.acl import (
     AclAccounts,
     AclConfigError,
+    editor,
     load_acl_files,
     needed_resources,
     parse_acl_document,
@@ -283,3 +284,36 @@ def test_unreadable_heartbeat_is_refused_not_raised() -> None:
     bad = _signed(RequestCode.HEART_BEAT, {}, b"{not json")
     reason = refusal(_accounts(), bad, REMOTE)
     assert reason is not None and reason.startswith("cannot read the request's resources")
+
+
+# -- file edits (mqadmin updateAclConfig...) ----------------------------------------
+
+
+def test_editor_merges_versions_and_never_writes_a_bad_file(tmp_path: Path) -> None:
+    path = tmp_path / "plain_acl.yml"
+    path.write_text(ACCOUNTS_YAML, "utf-8")
+    editor.update_account(path, {"accessKey": "RocketMQ", "defaultTopicPerm": "PUB"})
+    doc = yaml.safe_load(path.read_text("utf-8"))
+    account = next(a for a in doc["accounts"] if a["accessKey"] == "RocketMQ")
+    # Fields not given keep their values (Java's createAclAccessConfigMap).
+    assert account["defaultTopicPerm"] == "PUB" and str(account["secretKey"]) == "12345678"
+    assert account["topicPerms"] == ["topicA=DENY", "topicB=PUB|SUB", "topicC=SUB"]
+    assert doc["dataVersion"][0]["counter"] == 1
+    editor.update_account(path, {"accessKey": "newbie01", "secretKey": "secret01"})
+    assert editor.data_version(path)["counter"] == 2
+    assert set(load_acl_files([path]).accounts) == {"RocketMQ", "rocketmq2", "newbie01"}
+    before = path.read_text("utf-8")
+    with pytest.raises(AclConfigError, match="longer than 6"):
+        editor.update_account(path, {"accessKey": "short"})
+    with pytest.raises(AclConfigError, match="needs a secretKey"):
+        editor.update_account(path, {"accessKey": "another01"})
+    with pytest.raises(AclConfigError):
+        editor.update_global_white(path, ["300.1.1.1"])
+    with pytest.raises(AclConfigError, match="permission failed"):
+        editor.update_account(path, {"accessKey": "newbie01", "groupPerms": ["g"]})
+    assert path.read_text("utf-8") == before  # nothing malformed was written
+    assert editor.delete_account(path, "newbie01") is True
+    assert editor.delete_account(path, "newbie01") is False
+    editor.update_global_white(path, ["127.0.0.1", " "])
+    assert load_acl_files([path]).globally_white("127.0.0.1")
+    assert editor.data_version(tmp_path / "absent.yml") == {"counter": 0, "timestamp": 0}
