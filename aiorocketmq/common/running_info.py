@@ -49,8 +49,15 @@ Body = bytes | bytearray | memoryview | str
 
 
 def human_millis(ms: int) -> str:
-    """``UtilAll.timeMillisToHumanString``: ``yyyyMMddHHmmssSSS`` in local time."""
-    moment = datetime.fromtimestamp(ms / 1000)
+    """``UtilAll.timeMillisToHumanString``: ``yyyyMMddHHmmssSSS`` in local time.
+
+    Outside the years Python dates cover (the C++ client reports uninitialized
+    timestamps) the number itself.
+    """
+    try:
+        moment = datetime.fromtimestamp(ms / 1000)
+    except (ValueError, OverflowError, OSError):
+        return str(ms)
     return moment.strftime("%Y%m%d%H%M%S") + f"{ms % 1000:03d}"
 
 

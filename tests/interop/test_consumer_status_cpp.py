@@ -43,27 +43,29 @@ async def test_cpp_push_consumer_answers_running_info(
          "--stop-file", str(stop)],
         CONSUMED,
     )  # fmt: skip
-    async with MQAdmin(namesrv) as admin:
+    try:
+        async with MQAdmin(namesrv) as admin:
 
-        async def connection() -> ConsumerConnection | None:
-            try:
-                return await admin.examine_consumer_connection_info(GROUP)
-            except MQClientError:  # no route for the retry topic yet, or no client
-                return None
+            async def connection() -> ConsumerConnection | None:
+                try:
+                    return await admin.examine_consumer_connection_info(GROUP)
+                except MQClientError:  # no route for the retry topic yet, or no client
+                    return None
 
-        conn = await wait_until(connection, timeout=20, what="the C++ consumer connected")
-        (client,) = conn.connections
-        queues = {MessageQueue(TOPIC, "broker-a", q) for q in range(4)}
+            conn = await wait_until(connection, timeout=20, what="the C++ consumer connected")
+            (client,) = conn.connections
+            queues = {MessageQueue(TOPIC, "broker-a", q) for q in range(4)}
 
-        async def holds_its_queues() -> bool:
+            async def holds_its_queues() -> bool:
+                info = await admin.get_consumer_running_info(GROUP, client.client_id)
+                return set(info.mq_table) == queues
+
+            await wait_until(holds_its_queues, timeout=20, what="the C++ consumer's 4 queues")
             info = await admin.get_consumer_running_info(GROUP, client.client_id)
-            return set(info.mq_table) == queues
-
-        await wait_until(holds_its_queues, timeout=20, what="the C++ consumer's 4 queues")
-        info = await admin.get_consumer_running_info(GROUP, client.client_id)
-    assert info.properties[PROP_CONSUME_TYPE] == "CONSUME_PASSIVELY"
-    assert {s.topic for s in info.subscription_set} == {TOPIC, f"%RETRY%{GROUP}"}
-    assert all(pq.commit_offset == 0 for pq in info.mq_table.values())
-    assert f"{TOPIC:<32}  {'broker-a':<32}  {0:<4}  {0:<20}" in info.format_string()
-    stop.write_text("")
-    await finish(consumer, 30)
+        assert info.properties[PROP_CONSUME_TYPE] == "CONSUME_PASSIVELY"
+        assert {s.topic for s in info.subscription_set} == {TOPIC, f"%RETRY%{GROUP}"}
+        assert all(pq.commit_offset == 0 for pq in info.mq_table.values())
+        assert f"{TOPIC:<32}  {'broker-a':<32}  {0:<4}  {0:<20}" in info.format_string()
+    finally:  # the consumer stops on the file, so its exit is checked even after a failure
+        stop.write_text("")
+        await finish(consumer, 30)

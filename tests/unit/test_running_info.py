@@ -81,6 +81,9 @@ def test_format_string_is_javas_layout() -> None:
     )
     assert text.endswith("#Consumer jstack#\nthread dump")
     assert len(human_millis(NOW)) == 17
+    # The C++ client sends uninitialized timestamps: shown as numbers, never an error.
+    assert human_millis(7_311_234_567_890_123_456) == "7311234567890123456"
+    assert human_millis(-(2**63)) == str(-(2**63))
 
 
 def test_process_queue_warnings_as_javas_analysis() -> None:
