@@ -11,8 +11,6 @@ Each goes to ``-b`` one broker or ``-c`` every broker of a cluster, masters and 
 Must not: parse the command line (``aiorocketmq.cli.admin``).
 """
 
-# ruff: noqa: UP031
-
 from __future__ import annotations
 
 import json
@@ -51,6 +49,20 @@ def _as_json(args: Namespace) -> bool:
     return bool(getattr(args, "json", False))
 
 
+async def _each(
+    admin: MQAdmin, args: Namespace, write: Write, code: int, *, fields: dict[str, str], line: str
+) -> list[str]:
+    """Send the edit to every target in turn (the first refusal stops); the addresses.
+    Without ``--json`` each success prints ``line`` with ``%s`` as the address."""
+    done = []
+    for address in await _addresses(admin, args):
+        await _call(admin, address, code, fields)
+        done.append(address)
+        if not _as_json(args):
+            write(line % address)
+    return done
+
+
 async def update_acl_config(admin: MQAdmin, args: Namespace, write: Write) -> None:
     """``updateAclConfig -b|-c -a accessKey [-s -w -i -u -t -g -m]``."""
     fields = to_ext_fields(
@@ -63,12 +75,10 @@ async def update_acl_config(admin: MQAdmin, args: Namespace, write: Write) -> No
         groupPerms=args.groupPerms,
         admin=None if args.admin is None else args.admin.strip().lower() == "true",
     )
-    done = []
-    for address in await _addresses(admin, args):
-        await _call(admin, address, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, fields)
-        done.append(address)
-        if not _as_json(args):
-            write("create or update plain access config to %s success.\n" % address)
+    done = await _each(
+        admin, args, write, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, fields=fields,
+        line="create or update plain access config to %s success.\n",
+    )  # fmt: skip
     if _as_json(args):
         write(json.dumps({"accessKey": fields["accessKey"], "updated": done}) + "\n")
 
@@ -76,13 +86,11 @@ async def update_acl_config(admin: MQAdmin, args: Namespace, write: Write) -> No
 async def delete_acl_config(admin: MQAdmin, args: Namespace, write: Write) -> None:
     """``deleteAclConfig -b|-c -a accessKey``."""
     access_key = args.accessKey.strip()
-    done = []
-    for address in await _addresses(admin, args):
-        await _call(admin, address, RequestCode.DELETE_ACL_CONFIG, {"accessKey": access_key})
-        done.append(address)
-        if not _as_json(args):
-            write("delete plain access config account from %s success.\n" % address)
-            write("account's accesskey is:%s\n" % access_key)
+    line = "delete plain access config account from %s success.\n"
+    done = await _each(
+        admin, args, write, RequestCode.DELETE_ACL_CONFIG, fields={"accessKey": access_key},
+        line=line + "account's accesskey is:" + access_key.replace("%", "%%") + "\n",
+    )  # fmt: skip
     if _as_json(args):
         write(json.dumps({"accessKey": access_key, "deleted": done}) + "\n")
 
@@ -93,12 +101,10 @@ async def update_global_white_addr(admin: MQAdmin, args: Namespace, write: Write
         globalWhiteAddrs=args.globalWhiteRemoteAddresses.strip(),
         aclFileFullPath=args.aclFileFullPath,
     )
-    done = []
-    for address in await _addresses(admin, args):
-        await _call(admin, address, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, fields)
-        done.append(address)
-        if not _as_json(args):
-            write("update global white remote addresses to %s success.\n" % address)
+    done = await _each(
+        admin, args, write, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, fields=fields,
+        line="update global white remote addresses to %s success.\n",
+    )  # fmt: skip
     if _as_json(args):
         write(json.dumps({"globalWhiteAddrs": fields["globalWhiteAddrs"], "updated": done}) + "\n")
 

@@ -26,13 +26,10 @@ import pytest
 
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.cli.admin import main
-from aiorocketmq.client import ConsumeConcurrentlyStatus, PushConsumer, PushConsumerConfig
 from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.errors import MQBrokerError, SendFailedError
 from aiorocketmq.client.producer import Producer
-from aiorocketmq.client.pull_consumer import PullConsumer
-from aiorocketmq.client.results import PullStatus
-from aiorocketmq.common.message import Message, MessageExt
+from aiorocketmq.common.message import Message
 from aiorocketmq.common.topic_config import TopicConfig
 from aiorocketmq.remoting.acl_sign import SessionCredentials
 from aiorocketmq.remoting.client import split_address
@@ -40,6 +37,7 @@ from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.connection import RemotingConnection
 from tests.support.cluster import start_broker, start_namesrv
+from tests.support.consume import pull_keys, push_keys
 from tests.support.procs import ManagedProcess
 from tests.support.wait import wait_until
 
@@ -117,40 +115,6 @@ async def produce(namesrv: str, keys: list[str]) -> None:
             await producer.send(Message(TOPIC, key.encode(), properties={"KEYS": key}))
 
 
-async def pull_all(namesrv: str) -> Counter[str]:
-    seen: Counter[str] = Counter()
-    config = client_config(namesrv, "app-pull", APP)
-    async with PullConsumer("CG_acl_pull", client_config=config) as consumer:
-        for mq in await consumer.fetch_subscribe_message_queues(TOPIC):
-            offset = 0
-            while (result := await consumer.pull(mq, "*", offset, 32)).status is PullStatus.FOUND:
-                seen.update(m.keys[0] for m in result.msg_found_list)
-                offset = result.next_begin_offset
-    return seen
-
-
-async def push_all(namesrv: str, total: int) -> Counter[str]:
-    seen: Counter[str] = Counter()
-    done = asyncio.Event()
-
-    def listener(msgs: list[MessageExt], _context: object) -> ConsumeConcurrentlyStatus:
-        seen.update(m.keys[0] for m in msgs)
-        if len(seen) >= total:
-            done.set()
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    consumer = PushConsumer(
-        "CG_acl_push",
-        config=PushConsumerConfig(consume_from_where="CONSUME_FROM_FIRST_OFFSET"),
-        client_config=client_config(namesrv, "app-push", APP),
-    )
-    consumer.subscribe(TOPIC, "*")
-    consumer.register_message_listener(listener)
-    async with consumer:
-        await wait_until(done, timeout=30, what=f"{total} keys pushed under ACL")
-    return seen
-
-
 async def test_accounts_signatures_white_list_and_reload(
     start_process: StartProcess, tmp_path: Path
 ) -> None:
@@ -177,8 +141,9 @@ async def test_accounts_signatures_white_list_and_reload(
     # The application account's whole flow: send, pull, push (heartbeat, offsets).
     keys = [f"acl-{i:04d}" for i in range(300)]
     await produce(namesrv, keys)
-    assert await pull_all(namesrv) == Counter(keys)
-    assert await push_all(namesrv, len(keys)) == Counter(keys)
+    app = client_config(namesrv, "app-consume", APP)
+    assert await pull_keys(app, "CG_acl_pull", TOPIC) == Counter(keys)
+    assert await push_keys(app, "CG_acl_push", TOPIC, len(keys)) == Counter(keys)
 
     # Refusals, with RocketMQ's reasons.
     wrong = SessionCredentials(APP.access_key, "not-the-secret")
@@ -224,42 +189,7 @@ async def test_accounts_signatures_white_list_and_reload(
     assert broker.proc.running
 
 
-async def test_mqadmin_signs_with_tools_yml(
-    start_process: StartProcess,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    acl_file = tmp_path / "plain_acl.yml"
-    acl_file.write_text(acl_yaml(), "utf-8")
-    _ns, namesrv = await start_namesrv(start_process, tmp_path)
-    broker = await start_broker(
-        start_process, tmp_path, namesrv, aclEnable=True, aclPlainFile=str(acl_file)
-    )
-    home = tmp_path / "home"
-    (home / "conf").mkdir(parents=True)
-    monkeypatch.setenv("ROCKETMQ_HOME", str(home))
-    update = ["updateTopic", "-n", namesrv, "-b", broker.addr, "-t", "CliTopic"]
-
-    async def mqadmin(creds: SessionCredentials | None) -> tuple[int, str]:
-        tools = home / "conf" / "tools.yml"
-        if creds is None:
-            tools.unlink(missing_ok=True)
-        else:
-            tools.write_text(f"accessKey: {creds.access_key}\nsecretKey: {creds.secret_key}\n")
-        capsys.readouterr()
-        code = await asyncio.to_thread(main, update)
-        return code, capsys.readouterr().err
-
-    code, err = await mqadmin(None)
-    assert code == 1 and "No accessKey is configured" in err
-    code, err = await mqadmin(APP)
-    assert code == 1 and "Need admin permission for request code=17" in err
-    code, err = await mqadmin(ADMIN)
-    assert code == 0, err
-
-
-async def test_acl_edited_through_mqadmin(
+async def test_mqadmin_signs_with_tools_yml_and_edits_the_acl(
     start_process: StartProcess,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -275,15 +205,25 @@ async def test_acl_edited_through_mqadmin(
     (home / "conf").mkdir(parents=True)
     tools = home / "conf" / "tools.yml"
     monkeypatch.setenv("ROCKETMQ_HOME", str(home))
-    async with MQAdmin(namesrv, credentials=ADMIN) as admin:
-        await admin.create_topic(broker.addr, TopicConfig("NewTopic", 4, 4))
 
-    async def mqadmin(creds: SessionCredentials, *args: str) -> tuple[int, str, str]:
-        tools.write_text(f"accessKey: {creds.access_key}\nsecretKey: {creds.secret_key}\n")
+    async def mqadmin(creds: SessionCredentials | None, *args: str) -> tuple[int, str, str]:
+        """``mqadmin args[0] -n .. -b .. args[1:]`` signed with ``creds`` (None: unsigned)."""
+        if creds is None:
+            tools.unlink(missing_ok=True)
+        else:
+            tools.write_text(f"accessKey: {creds.access_key}\nsecretKey: {creds.secret_key}\n")
         capsys.readouterr()
         code = await asyncio.to_thread(main, [args[0], "-n", namesrv, "-b", broker.addr, *args[1:]])
         out, err = capsys.readouterr()
         return code, out, err
+
+    # tools.yml: unsigned and non-admin are refused an admin command, the admin is not.
+    code, _out, err = await mqadmin(None, "updateTopic", "-t", "NewTopic")
+    assert code == 1 and "No accessKey is configured" in err
+    code, _out, err = await mqadmin(APP, "updateTopic", "-t", "NewTopic")
+    assert code == 1 and "Need admin permission for request code=17" in err
+    code, _out, err = await mqadmin(ADMIN, "updateTopic", "-t", "NewTopic")
+    assert code == 0, err
 
     newcomer = SessionCredentials("newuser01", "newsecret1")
     code, out, err = await mqadmin(

@@ -21,12 +21,9 @@ from typing import Any
 
 import pytest
 
-from aiorocketmq.client import ConsumeConcurrentlyStatus, PushConsumer, PushConsumerConfig
 from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.producer import Producer
-from aiorocketmq.client.pull_consumer import PullConsumer
-from aiorocketmq.client.results import PullStatus
-from aiorocketmq.common.message import Message, MessageExt
+from aiorocketmq.common.message import Message
 from aiorocketmq.common.properties_file import format_properties
 from aiorocketmq.common.route import KVTable, TopicRouteData
 from aiorocketmq.remoting.client import RemotingClient
@@ -36,6 +33,7 @@ from aiorocketmq.remoting.config import RemotingClientConfig
 from aiorocketmq.remoting.errors import RemotingConnectError, RemotingSendRequestError
 from aiorocketmq.remoting.tls import TlsConfig
 from tests.support.cluster import BROKER_READY, NAMESRV_READY, broker_properties
+from tests.support.consume import pull_keys, push_keys
 from tests.support.procs import ManagedProcess
 from tests.support.tls_certs import Certs, make_certs
 from tests.support.wait import wait_until
@@ -129,36 +127,6 @@ async def _produce(config: ClientConfig, keys: list[str]) -> None:
             await producer.send_batch(batch[start : start + 100])
 
 
-async def _pull_all(config: ClientConfig) -> Counter[str]:
-    seen: Counter[str] = Counter()
-    async with PullConsumer("CG-tls-pull", client_config=config) as consumer:
-        for mq in await consumer.fetch_subscribe_message_queues(TOPIC):
-            offset = 0
-            while (result := await consumer.pull(mq, "*", offset, 32)).status is PullStatus.FOUND:
-                seen.update(m.keys[0] for m in result.msg_found_list)
-                offset = result.next_begin_offset
-    return seen
-
-
-async def _push_all(config: ClientConfig, total: int) -> Counter[str]:
-    seen: Counter[str] = Counter()
-    done = asyncio.Event()
-
-    def listener(msgs: list[MessageExt], _context: object) -> ConsumeConcurrentlyStatus:
-        seen.update(m.keys[0] for m in msgs)
-        if len(seen) >= total:
-            done.set()
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    push = PushConsumerConfig(consume_from_where="CONSUME_FROM_FIRST_OFFSET")
-    consumer = PushConsumer("CG-tls-push", config=push, client_config=config)
-    consumer.subscribe(TOPIC, "*")
-    consumer.register_message_listener(listener)
-    async with consumer:
-        await wait_until(done, timeout=30, what=f"{total} keys pushed")
-    return seen
-
-
 async def test_enforcing_cluster_produces_consumes_and_replicates_over_tls(
     start_process: StartProcess, tmp_path: Path
 ) -> None:
@@ -175,8 +143,8 @@ async def test_enforcing_cluster_produces_consumes_and_replicates_over_tls(
     )
     keys = [f"k{i}" for i in range(2000)]
     await _produce(client, keys)  # SYNC_MASTER: each send waited for the slave's ack
-    assert await _pull_all(client) == Counter(keys)
-    assert await _push_all(client, len(keys)) == Counter(keys)
+    assert await pull_keys(client, "CG-tls-pull", TOPIC) == Counter(keys)
+    assert await push_keys(client, "CG-tls-push", TOPIC, len(keys)) == Counter(keys)
 
     target = await _max_offset(master, _client_tls(certs))
 
