@@ -507,7 +507,7 @@ async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
         "dashboard": dashboard,
     }[args.command]
     try:
-        credentials = tools_credentials(os.environ.get(ROCKETMQ_HOME_ENV))
+        credentials = await asyncio.to_thread(tools_credentials, os.environ.get(ROCKETMQ_HOME_ENV))
         async with MQAdmin(namesrv_addr, credentials=credentials) as admin:
             await watch(lambda: command(admin, args, _write), getattr(args, "watch", None))
     except UsageError as exc:

@@ -32,11 +32,11 @@ from aiorocketmq.client.producer import Producer
 from aiorocketmq.common.message import Message
 from aiorocketmq.common.topic_config import TopicConfig
 from aiorocketmq.remoting.acl_sign import SessionCredentials
-from aiorocketmq.remoting.client import split_address
+from aiorocketmq.remoting.client import RemotingClient, split_address
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.connection import RemotingConnection
-from tests.support.cluster import start_broker, start_namesrv
+from tests.support.cluster import in_process_broker, start_broker, start_namesrv
 from tests.support.consume import pull_keys, push_keys
 from tests.support.procs import ManagedProcess
 from tests.support.wait import wait_until
@@ -262,3 +262,18 @@ async def test_mqadmin_signs_with_tools_yml_and_edits_the_acl(
     assert json.loads(out) == {"globalWhiteAddrs": "127.0.0.1", "updated": [broker.addr]}
     white = await raw_request(broker.addr, "127.0.0.1")
     assert white.code == ResponseCode.SUCCESS, white.remark
+
+
+async def test_acl_requests_without_acl_are_refused_clearly(tmp_path: Path) -> None:
+    async with in_process_broker(tmp_path) as broker:
+        client = RemotingClient()
+        try:
+            for code in (RequestCode.DELETE_ACL_CONFIG, RequestCode.GET_BROKER_CLUSTER_ACL_INFO):
+                request = RemotingCommand.request(code, {"accessKey": "someone1"})
+                reply = await client.invoke(broker.listen_address, request, 5000)
+                assert (reply.code, reply.remark) == (
+                    ResponseCode.SYSTEM_ERROR,
+                    "The broker does not enable acl",
+                )
+        finally:
+            await client.close()

@@ -242,7 +242,6 @@ class AclService(Service):
 
     Attributes:
         accounts: the accounts in force.
-        reloads: successful reloads since start (tests await it).
     """
 
     def __init__(self, default_file: Path, acl_dir: Path, watch_interval_ms: int) -> None:
@@ -252,7 +251,6 @@ class AclService(Service):
         self._interval_s = watch_interval_ms / 1000
         self._seen: tuple[tuple[str, int, int], ...] = ()
         self.accounts = AclAccounts()
-        self.reloads = 0
         self._edits = asyncio.Lock()
 
     def current(self) -> AclAccounts:
@@ -313,15 +311,18 @@ class AclService(Service):
 
         return await asyncio.to_thread(read)
 
-    def _fingerprint_now(self) -> tuple[tuple[str, int, int], ...]:
-        return _fingerprint(acl_files(self._default_file, self._acl_dir))
-
-    def _scan(self) -> tuple[tuple[tuple[str, int, int], ...], AclAccounts | None]:
+    def _scan(
+        self,
+    ) -> tuple[tuple[tuple[str, int, int], ...], AclAccounts | AclConfigError | None]:
+        """The files' fingerprint, and their accounts when it changed (or why they are bad)."""
         paths = acl_files(self._default_file, self._acl_dir)
         seen = _fingerprint(paths)
         if seen == self._seen:
             return seen, None
-        return seen, load_acl_files(paths)
+        try:
+            return seen, load_acl_files(paths)
+        except AclConfigError as exc:
+            return seen, exc
 
     async def on_start(self) -> None:
         """Load the files; a malformed one stops the broker with its reason.
@@ -330,6 +331,8 @@ class AclService(Service):
             AclConfigError: a file is malformed.
         """
         seen, accounts = await asyncio.to_thread(self._scan)
+        if isinstance(accounts, AclConfigError):
+            raise accounts
         if not seen:
             log.warning(
                 "aclEnable is true but no ACL file exists (%s, %s): every request without "
@@ -345,20 +348,15 @@ class AclService(Service):
         self.periodic(self._interval_s, self._watch, name="acl-watch")
 
     async def _watch(self) -> None:
-        try:
-            seen, accounts = await asyncio.to_thread(self._scan)
-        except AclConfigError as exc:
-            # Java logs and keeps serving with what it had; so do we, once per edit.
-            seen = await asyncio.to_thread(self._fingerprint_now)
-            if seen != self._seen:
-                log.error("acl files not reloaded, the previous ones stay in force: %s", exc)
-                self._seen = seen
-            return
+        seen, accounts = await asyncio.to_thread(self._scan)
         if accounts is None:
             return
         self._seen = seen
+        if isinstance(accounts, AclConfigError):
+            # Java logs and keeps serving with what it had; so do we, once per edit.
+            log.error("acl files not reloaded, the previous ones stay in force: %s", accounts)
+            return
         self.accounts = accounts
-        self.reloads += 1
         log.info("acl reloaded accounts=%d files=%s", len(accounts.accounts), accounts.files)
 
 

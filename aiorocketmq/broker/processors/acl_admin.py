@@ -36,14 +36,16 @@ __all__ = ["AclAdminProcessor"]
 
 log = logging.getLogger(__name__)
 
-_NOT_ENABLED = "The broker does not enable acl"
-
 
 def _split(text: str | None) -> list[str] | None:
     """``UtilAll.split(s, ",")``: None stays None (the field is not updated)."""
     if text is None:
         return None
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _not_enabled(_conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
+    return request.response_to(ResponseCode.SYSTEM_ERROR, "The broker does not enable acl")
 
 
 class AclAdminProcessor:
@@ -56,21 +58,28 @@ class AclAdminProcessor:
 
     def __init__(self, ctx: BrokerContext, acl: AclService | None) -> None:
         self._ctx = ctx
-        self._acl = acl
+        self._acl_or_none = acl
+
+    @property
+    def _acl(self) -> AclService:
+        assert self._acl_or_none is not None  # registered only with ACL on
+        return self._acl_or_none
 
     def register(self, table: ProcessorTable) -> None:
-        """Route codes 50-53 here."""
-        table.register(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, self.update_access_config)
-        table.register(RequestCode.DELETE_ACL_CONFIG, self.delete_access_config)
-        table.register(RequestCode.GET_BROKER_CLUSTER_ACL_INFO, self.get_acl_config_version)
-        table.register(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, self.update_global_white)
+        """Route codes 50-53 here (to one refusal when ACL is off)."""
+        handlers = {
+            RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: self.update_access_config,
+            RequestCode.DELETE_ACL_CONFIG: self.delete_access_config,
+            RequestCode.GET_BROKER_CLUSTER_ACL_INFO: self.get_acl_config_version,
+            RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: self.update_global_white,
+        }
+        for code, handler in handlers.items():
+            table.register(code, handler if self._acl_or_none is not None else _not_enabled)
 
     async def update_access_config(
         self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand:
         """Create or update one account."""
-        if self._acl is None:
-            return request.response_to(ResponseCode.SYSTEM_ERROR, _NOT_ENABLED)
         f = request.ext_fields
         access_key = ext_str(f, "accessKey")
         fields: dict[str, Any] = {
@@ -95,8 +104,6 @@ class AclAdminProcessor:
         self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand:
         """Remove one account."""
-        if self._acl is None:
-            return request.response_to(ResponseCode.SYSTEM_ERROR, _NOT_ENABLED)
         access_key = ext_str(request.ext_fields, "accessKey")
         try:
             deleted = await self._acl.delete_account(access_key)
@@ -115,8 +122,6 @@ class AclAdminProcessor:
         self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand:
         """The ACL files' data versions, in the reply's fields."""
-        if self._acl is None:
-            return request.response_to(ResponseCode.SYSTEM_ERROR, _NOT_ENABLED)
         versions = await self._acl.versions()
         cfg = self._ctx.config
         host, port = self._ctx.store_host
@@ -134,8 +139,6 @@ class AclAdminProcessor:
         self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand:
         """Replace a file's global white list."""
-        if self._acl is None:
-            return request.response_to(ResponseCode.SYSTEM_ERROR, _NOT_ENABLED)
         f = request.ext_fields
         addresses = _split(f.get("globalWhiteAddrs")) or []
         try:
