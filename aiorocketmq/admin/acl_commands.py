@@ -18,6 +18,7 @@ import time
 from argparse import Namespace
 from typing import Any, Final
 
+from aiorocketmq.admin import json_render as jr
 from aiorocketmq.admin.commands import Command, UsageError, Write
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.client.errors import MQBrokerError
@@ -45,10 +46,6 @@ async def _call(admin: MQAdmin, address: str, code: int, fields: dict[str, str])
     return reply
 
 
-def _as_json(args: Namespace) -> bool:
-    return bool(getattr(args, "json", False))
-
-
 async def _each(
     admin: MQAdmin, args: Namespace, write: Write, code: int, *, fields: dict[str, str], line: str
 ) -> list[str]:
@@ -58,7 +55,7 @@ async def _each(
     for address in await _addresses(admin, args):
         await _call(admin, address, code, fields)
         done.append(address)
-        if not _as_json(args):
+        if not jr.wants_json(args):
             write(line % address)
     return done
 
@@ -79,8 +76,8 @@ async def update_acl_config(admin: MQAdmin, args: Namespace, write: Write) -> No
         admin, args, write, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, fields=fields,
         line="create or update plain access config to %s success.\n",
     )  # fmt: skip
-    if _as_json(args):
-        write(json.dumps({"accessKey": fields["accessKey"], "updated": done}) + "\n")
+    if jr.wants_json(args):
+        write(jr.dump({"accessKey": fields["accessKey"], "updated": done}))
 
 
 async def delete_acl_config(admin: MQAdmin, args: Namespace, write: Write) -> None:
@@ -91,8 +88,8 @@ async def delete_acl_config(admin: MQAdmin, args: Namespace, write: Write) -> No
         admin, args, write, RequestCode.DELETE_ACL_CONFIG, fields={"accessKey": access_key},
         line=line + "account's accesskey is:" + access_key.replace("%", "%%") + "\n",
     )  # fmt: skip
-    if _as_json(args):
-        write(json.dumps({"accessKey": access_key, "deleted": done}) + "\n")
+    if jr.wants_json(args):
+        write(jr.dump({"accessKey": access_key, "deleted": done}))
 
 
 async def update_global_white_addr(admin: MQAdmin, args: Namespace, write: Write) -> None:
@@ -105,8 +102,8 @@ async def update_global_white_addr(admin: MQAdmin, args: Namespace, write: Write
         admin, args, write, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, fields=fields,
         line="update global white remote addresses to %s success.\n",
     )  # fmt: skip
-    if _as_json(args):
-        write(json.dumps({"globalWhiteAddrs": fields["globalWhiteAddrs"], "updated": done}) + "\n")
+    if jr.wants_json(args):
+        write(jr.dump({"globalWhiteAddrs": fields["globalWhiteAddrs"], "updated": done}))
 
 
 async def cluster_acl_config_version(admin: MQAdmin, args: Namespace, write: Write) -> None:
@@ -127,8 +124,8 @@ async def cluster_acl_config_version(admin: MQAdmin, args: Namespace, write: Wri
                 "counter": int(version.get("counter", 0)),
                 "timestamp": int(version.get("timestamp", 0)),
             })  # fmt: skip
-    if _as_json(args):
-        write(json.dumps(rows) + "\n")
+    if jr.wants_json(args):
+        write(jr.dump(rows))
         return
     write(_VERSION_ROW % ("#Cluster Name", "#Broker Name", "#Broker Addr", "#AclFilePath",
                           "#AclConfigVersionNum", "#AclLastUpdateTime"))  # fmt: skip

@@ -25,6 +25,7 @@ import json
 from argparse import Namespace
 from typing import Final
 
+from aiorocketmq.admin import json_render as jr
 from aiorocketmq.admin.commands import Command, UsageError, Write
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.client.errors import MQBrokerError, MQClientError
@@ -96,11 +97,11 @@ async def get_broker_config(admin: MQAdmin, args: Namespace, write: Write) -> No
             doc["masterAddr"] = master
         doc.update(version=version, properties=properties)
         docs.append(doc)
-        if not getattr(args, "json", False):
+        if not jr.wants_json(args):
             write(_TEXT_PREFIX[role].format(addr=addr, master=master))
             write("".join(f"{k:<50}=  {v}\n" for k, v in properties.items()) + "\n")
-    if getattr(args, "json", False):
-        write(json.dumps(docs, indent=2) + "\n")
+    if jr.wants_json(args):
+        write(jr.dump(docs))
 
 
 async def update_broker_config(admin: MQAdmin, args: Namespace, write: Write) -> None:
@@ -121,10 +122,10 @@ async def update_broker_config(admin: MQAdmin, args: Namespace, write: Write) ->
         if reply.code != ResponseCode.SUCCESS:
             raise MQBrokerError(reply.code, reply.remark, address=addr)
         updated.append(addr)
-        if not getattr(args, "json", False):
+        if not jr.wants_json(args):
             write(f"update broker config success, {addr}\n")
-    if getattr(args, "json", False):
-        write(json.dumps({"key": key, "value": value, "updated": updated}) + "\n")
+    if jr.wants_json(args):
+        write(jr.dump({"key": key, "value": value, "updated": updated}))
 
 
 async def _write_perm(admin: MQAdmin, args: Namespace, write: Write, wipe: bool) -> None:
@@ -145,10 +146,10 @@ async def _write_perm(admin: MQAdmin, args: Namespace, write: Write, wipe: bool)
             doc["error"] = str(exc)
             line = f"{verb} write perm of broker[{name}] in name server[{addr}] Failed\n"
         docs.append(doc)
-        if not getattr(args, "json", False):
+        if not jr.wants_json(args):
             write(line)
-    if getattr(args, "json", False):
-        write(json.dumps(docs) + "\n")
+    if jr.wants_json(args):
+        write(jr.dump(docs))
     failed = [d for d in docs if d["error"] is not None]
     if failed:
         raise MQClientError(
@@ -177,8 +178,8 @@ async def topic_cluster_list(admin: MQAdmin, args: Namespace, write: Write) -> N
     route = await admin.examine_topic_route(topic)
     names = {b.broker_name for b in route.broker_datas}
     clusters = sorted(c for c, members in info.cluster_addr_table.items() if members & names)
-    if getattr(args, "json", False):
-        write(json.dumps({"topic": topic, "clusters": clusters}) + "\n")
+    if jr.wants_json(args):
+        write(jr.dump({"topic": topic, "clusters": clusters}))
     else:
         write("".join(f"{c}\n" for c in clusters))
 

@@ -35,21 +35,21 @@ Must not: parse the command line (``aiorocketmq.cli.admin``).
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import time
 from argparse import Namespace
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from aiorocketmq.admin import json_render as jr
 from aiorocketmq.admin import message_render as mr
 from aiorocketmq.admin.commands import Command, UsageError, Write
+from aiorocketmq.admin.json_render import message_json
 from aiorocketmq.admin.message_admin import TOOLS_CONSUMER_GROUP, MessageAdmin
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.admin.render import version_desc
 from aiorocketmq.client.results import PullStatus
-from aiorocketmq.common.message import MessageExt, MessageQueue
+from aiorocketmq.common.message import MessageQueue
 from aiorocketmq.common.running_info import ConsumerRunningInfo, same_subscriptions
 
 __all__ = [
@@ -57,37 +57,12 @@ __all__ = [
     "DEFAULT_MESSAGE_COUNT",
     "consume_message",
     "consumer_status",
-    "message_json",
     "running_info_json",
 ]
 
 DEFAULT_MESSAGE_COUNT: Final = 128
 PULL_BATCH: Final = 32
 _INDEX_ROW: Final = "%-10s %-40s %-20s %s\n"
-
-
-def message_json(msg: MessageExt, broker_name: str) -> dict[str, Any]:
-    """One message as a JSON object (the body as text when it is UTF-8)."""
-    body = bytes(msg.body)
-    doc: dict[str, Any] = {
-        "topic": msg.topic,
-        "brokerName": broker_name,
-        "queueId": msg.queue_id,
-        "queueOffset": msg.queue_offset,
-        "msgId": mr.client_msg_id(msg),
-        "offsetMsgId": msg.msg_id,
-        "tags": msg.get_property("TAGS"),
-        "keys": msg.get_property("KEYS"),
-        "bornTimestamp": msg.born_timestamp,
-        "storeTimestamp": msg.store_timestamp,
-        "reconsumeTimes": msg.reconsume_times,
-        "properties": dict(msg.properties),
-    }
-    try:
-        doc["body"] = body.decode("utf-8")
-    except UnicodeDecodeError:
-        doc["bodyBase64"] = base64.b64encode(body).decode("ascii")
-    return doc
 
 
 @dataclass(slots=True)
@@ -182,7 +157,7 @@ async def consume_message(admin: MQAdmin, args: Namespace, write: Write) -> None
     """``consumeMessage -t [-b -i [-o]] [-g] [-s] [-e] [-c]`` (module docstring)."""
     count, begin, end = _options(args)
     topic = args.topic.strip()
-    as_json = bool(getattr(args, "json", False))
+    as_json = jr.wants_json(args)
     messages = MessageAdmin(admin)
     reader = _Reader(messages, write, (args.consumerGroup or TOOLS_CONSUMER_GROUP).strip(), as_json)
     if args.queueId is None:
@@ -213,7 +188,7 @@ async def consume_message(admin: MQAdmin, args: Namespace, write: Write) -> None
                 high = low + count
             await reader.read(mq, address, low, high)
     if as_json:
-        write(json.dumps(reader.found, ensure_ascii=False) + "\n")
+        write(jr.dump(reader.found))
 
 
 # -- consumerStatus --------------------------------------------------------------------
@@ -250,12 +225,12 @@ async def consumer_status(admin: MQAdmin, args: Namespace, write: Write) -> None
     """
     group = args.consumerGroup.strip()
     broker = args.brokerAddr.strip() if args.brokerAddr else None
-    as_json = bool(getattr(args, "json", False))
+    as_json = jr.wants_json(args)
     if args.clientId:
         info = await admin.get_consumer_running_info(
             group, args.clientId.strip(), args.jstack, broker_addr=broker
         )
-        write(json.dumps(running_info_json(info)) + "\n" if as_json else info.format_string())
+        write(jr.dump(running_info_json(info)) if as_json else info.format_string())
         return
     connections = await admin.examine_consumer_connection_info(group, broker)
     now = int(time.time() * 1000)
@@ -282,7 +257,7 @@ async def consumer_status(admin: MQAdmin, args: Namespace, write: Write) -> None
             "rebalanceOK": same,
             "warnings": warnings if same else [],
         }  # fmt: skip
-        write(json.dumps(doc) + "\n")
+        write(jr.dump(doc))
         return
     write(
         "%-10s %-40s %-20s %s\n" % ("#Index", "#ClientId", "#Version", "#ConsumerRunningInfoFile")

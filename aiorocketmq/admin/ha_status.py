@@ -10,6 +10,11 @@ a master's ``haSlaveNum``, ``haSlaveAddr_i``, ``haSlaveAckOffset_i``,
 ``haSlaveLag_i``; a slave's ``haConnected`` and ``masterAddr``; everyone's
 ``commitLogMaxOffset``.
 
+``--json``: ``[{"brokerName", "brokerId", "brokerAddr", "role", "maxOffset",
+"ackedOffset", "lag", "reachable", "connected", "slaves"}]``, numbers where the
+table has them and null where it shows ``-``; ``connected`` is a slave's, ``slaves``
+a master's count.
+
 Must not: change anything on the brokers.
 """
 
@@ -19,15 +24,17 @@ from argparse import Namespace
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from aiorocketmq.admin import json_render as jr
 from aiorocketmq.admin.commands import UsageError, Write
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.client.errors import MQClientError
 from aiorocketmq.common.constants import MASTER_ID
 from aiorocketmq.common.route import BrokerData
 
-__all__ = ["HARow", "ha_rows", "ha_status", "ha_status_text"]
+__all__ = ["HARow", "ha_rows", "ha_status", "ha_status_json", "ha_status_text"]
 
 _UNKNOWN = "-"
+_DOWN = "DOWN"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +49,8 @@ class HARow:
     acked_offset: str
     lag: str
     connected: str
+    #: A master's count of connected slaves (None on a slave's row).
+    slaves: int | None = None
 
 
 def _slave_acks(master: Mapping[str, str]) -> dict[str, tuple[str, str]]:
@@ -66,10 +75,10 @@ def ha_rows(data: BrokerData, runtimes: Mapping[str, Mapping[str, str] | None]) 
     for broker_id in sorted(data.broker_addrs):
         addr = data.broker_addrs[broker_id]
         info = runtimes.get(addr)
-        max_offset = info.get("commitLogMaxOffset", _UNKNOWN) if info else "DOWN"
+        max_offset = info.get("commitLogMaxOffset", _UNKNOWN) if info else _DOWN
         if broker_id == MASTER_ID:
             row = HARow(data.broker_name, broker_id, addr, "MASTER", max_offset,
-                        _UNKNOWN, _UNKNOWN, f"{len(acks)} slave(s)")  # fmt: skip
+                        _UNKNOWN, _UNKNOWN, f"{len(acks)} slave(s)", len(acks))  # fmt: skip
         else:
             # The master keys slaves by their HA connection's address, which shares
             # the slave's host; one ack per host is matched, else the lag from offsets.
@@ -100,6 +109,25 @@ def ha_status_text(rows: list[HARow]) -> str:
     return "".join(out)
 
 
+def ha_status_json(rows: list[HARow]) -> list[jr.JsonObject]:
+    """The table's rows as JSON objects."""
+    return [
+        {
+            "brokerName": r.broker_name,
+            "brokerId": r.broker_id,
+            "brokerAddr": r.addr,
+            "role": r.role,
+            "maxOffset": jr.int_or_none(r.max_offset),
+            "ackedOffset": jr.int_or_none(r.acked_offset),
+            "lag": jr.int_or_none(r.lag),
+            "reachable": r.max_offset != _DOWN,
+            "connected": {"true": True, "false": False}.get(r.connected),
+            "slaves": r.slaves,
+        }
+        for r in rows
+    ]
+
+
 async def _runtime(admin: MQAdmin, addr: str) -> dict[str, str] | None:
     try:
         return await admin.fetch_broker_runtime_stats(addr)
@@ -117,4 +145,4 @@ async def ha_status(admin: MQAdmin, args: Namespace, write: Write) -> None:
             continue
         runtimes = {a: await _runtime(admin, a) for a in data.broker_addrs.values()}
         rows += ha_rows(data, runtimes)
-    write(ha_status_text(rows))
+    write(jr.dump(ha_status_json(rows)) if jr.wants_json(args) else ha_status_text(rows))

@@ -15,6 +15,15 @@ INVOKE_BROKER_TO_RESET_OFFSET makes them reset from the admin with
 UPDATE_CONSUMER_OFFSET and print the old table, as Java; so does
 REQUEST_CODE_NOT_SUPPORTED (a broker without the request), where Java fails.
 
+``--json`` (ours), all standard JSON with ``json_render``'s message objects:
+queryMsgByKey a list of messages; queryMsgById / ByUniqueKey / ByOffset a list of
+messages each with ``bodyPath`` and ``tracks`` (null when the track look-up
+failed), ``[]`` when the offset holds no message; printMsg JSON Lines (``{"kind":
+"queue", ...minOffset, maxOffset}``, ``{"kind": "message", ...}``, ``{"kind":
+"queueEnd", "status", "offset"}``); resetOffsetByTime and skipAccumulatedMessage
+``{"group", "topic", "force", ["timestamp"], "offsets": [{"topic", "brokerName",
+"queueId", "offset"}]}``, or ``"rollback": [...]`` for the old-style reset.
+
 Must not: parse command lines (``cli/admin.py``) or hold output formats
 (``message_render``).
 """
@@ -28,9 +37,10 @@ from argparse import Namespace
 from pathlib import Path
 from typing import Final
 
+from aiorocketmq.admin import json_render as jr
 from aiorocketmq.admin import message_render as mr
 from aiorocketmq.admin.commands import Command, UsageError, Write
-from aiorocketmq.admin.message_admin import MessageAdmin
+from aiorocketmq.admin.message_admin import MessageAdmin, MessageTrack, RollbackStats
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.client.errors import MQBrokerError, MQClientError
 from aiorocketmq.client.results import PullStatus
@@ -95,15 +105,16 @@ async def query_msg_by_key(admin: MQAdmin, args: Namespace, write: Write) -> Non
         0 if args.beginTimestamp is None else _timestamp(args.beginTimestamp, "-b"),
         JAVA_LONG_MAX if args.endTimestamp is None else _timestamp(args.endTimestamp, "-e"),
     )
-    write(mr.query_by_key_text(msgs))
+    write(jr.dump([jr.message_json(m, None) for m in msgs]) if jr.wants_json(args)
+          else mr.query_by_key_text(msgs))  # fmt: skip
 
 
-async def _track_text(messages: MessageAdmin, msg: MessageExt) -> str:
+async def _tracks(messages: MessageAdmin, msg: MessageExt) -> list[MessageTrack] | None:
     try:
-        return mr.message_track_text(await messages.message_track_detail(msg))
+        return await messages.message_track_detail(msg)
     except MQClientError as exc:  # Java prints the trace and no track section
         log.warning("message track failed: %s", exc)
-        return ""
+        return None
 
 
 async def _print_msgs(
@@ -113,6 +124,7 @@ async def _print_msgs(
     write: Write,
     *,
     unique: bool = False,
+    broker_name: str | None = None,
 ) -> None:
     """Write each body to its file, then print each message (Java's two variants)
     with its consumer track section.
@@ -123,9 +135,19 @@ async def _print_msgs(
     names = [mr.client_msg_id(m) + (f"_{i}" if unique and i else "") for i, m in enumerate(msgs)]
     items = [(n, bytes(m.body)) for n, m in zip(names, msgs, strict=True)]
     paths = await _body_files(_body_dir(args), items)
+    docs: list[jr.JsonObject] = []
     for msg, path in zip(msgs, paths, strict=True):
+        tracks = await _tracks(messages, msg)
+        if jr.wants_json(args):
+            docs.append(jr.message_json(msg, broker_name) | {
+                "bodyPath": path,
+                "tracks": None if tracks is None else [jr.track_json(t) for t in tracks],
+            })  # fmt: skip
+            continue
         text = mr.print_msg_text(msg, path, offset_id=not unique)
-        write(text + await _track_text(messages, msg))
+        write(text + ("" if tracks is None else mr.message_track_text(tracks)))
+    if jr.wants_json(args):
+        write(jr.dump(docs))
 
 
 async def query_msg_by_id(admin: MQAdmin, args: Namespace, write: Write) -> None:
@@ -154,15 +176,26 @@ async def query_msg_by_offset(admin: MQAdmin, args: Namespace, write: Write) -> 
     mq = MessageQueue(args.topic.strip(), args.brokerName.strip(), args.queueId)
     address = await messages.broker_addr(mq.topic, mq.broker_name)
     result = await messages.pull(address, mq, "*", args.offset, 1)
-    if result.status is PullStatus.FOUND:
-        await _print_msgs(messages, result.msg_found_list[:1], args, write)
-    else:  # Java prints nothing; say why on the log
+    found = result.msg_found_list[:1] if result.status is PullStatus.FOUND else []
+    if not found:  # Java prints nothing; say why on the log
         log.warning("no message at %s offset %d: %s", mq, args.offset, result.status.value)
+    if found or jr.wants_json(args):
+        await _print_msgs(messages, found, args, write, broker_name=mq.broker_name)
+
+
+def _message_doc(msg: MessageExt, broker_name: str, print_body: bool) -> jr.JsonObject:
+    doc = {"kind": "message"} | jr.message_json(msg, broker_name)
+    if not print_body:  # -d false: as Java's NOT PRINT BODY, no body at all
+        doc.pop("body", None)
+        doc.pop("bodyBase64", None)
+    return doc
 
 
 async def _print_queue(
     messages: MessageAdmin, mq: MessageQueue, address: str, args: Namespace, write: Write
-) -> None:
+) -> tuple[str | None, int]:
+    """Print one queue's range; returns the last pull's status (None: no pull, or
+    it failed) and the offset where printing stopped."""
     min_offset = await messages.min_offset(address, mq)
     max_offset = await messages.max_offset(address, mq)
     if args.beginTimestamp is not None:
@@ -171,31 +204,41 @@ async def _print_queue(
     if args.endTimestamp is not None:
         end = _timestamp(args.endTimestamp, "-e")
         max_offset = await messages.search_offset(address, mq, end)
-    write("minOffset=%s, maxOffset=%s, %s\n" % (min_offset, max_offset, mr.mq_text(mq)))
+    as_json = jr.wants_json(args)
+    if as_json:
+        write(jr.dump({"kind": "queue", **jr.queue_json(mq), "minOffset": min_offset,
+                       "maxOffset": max_offset}))  # fmt: skip
+    else:
+        write("minOffset=%s, maxOffset=%s, %s\n" % (min_offset, max_offset, mr.mq_text(mq)))
     charset = (args.charsetName or "UTF-8").strip()
     sub = (args.subExpression or "*").strip()
     print_body = _java_bool(args.printBody, True)
     offset = min_offset
+    status: str | None = None
     while offset < max_offset:
         try:
             result = await messages.pull(address, mq, sub, offset, PRINT_MSG_BATCH)
         except MQClientError as exc:  # Java prints the trace and leaves the queue
             log.warning("printMsg: pull failed queue=%s offset=%d error=%s", mq, offset, exc)
-            break
+            return None, offset
         offset = result.next_begin_offset
         status = result.status.value
         if result.status is PullStatus.FOUND:
             write("".join(
-                mr.print_message_line(m, mq.broker_name, charset, print_body)
+                jr.dump(_message_doc(m, mq.broker_name, print_body)) if as_json
+                else mr.print_message_line(m, mq.broker_name, charset, print_body)
                 for m in result.msg_found_list
             ))  # fmt: skip
         elif result.status is PullStatus.NO_MATCHED_MSG:
-            write("%s no matched msg. status=%s, offset=%s\n" % (mr.mq_text(mq), status, offset))
+            if not as_json:
+                write("%s no matched msg. status=%s, offset=%s\n" % (mr.mq_text(mq), status,
+                                                                      offset))  # fmt: skip
         else:
-            write(
-                "%s print msg finished. status=%s, offset=%s\n" % (mr.mq_text(mq), status, offset)
-            )
+            if not as_json:
+                write("%s print msg finished. status=%s, offset=%s\n" % (mr.mq_text(mq), status,
+                                                                          offset))  # fmt: skip
             break
+    return status, offset
 
 
 async def print_msg(admin: MQAdmin, args: Namespace, write: Write) -> None:
@@ -207,8 +250,12 @@ async def print_msg(admin: MQAdmin, args: Namespace, write: Write) -> None:
         raise UsageError(f"-c: unknown charset {charset!r}") from exc
     messages = MessageAdmin(admin)
     for mq, address in await messages.fetch_subscribe_queues(args.topic.strip()):
-        await _print_queue(messages, mq, address, args, write)
-        write(mr.SEPARATOR)
+        end = await _print_queue(messages, mq, address, args, write)
+        if jr.wants_json(args):
+            write(jr.dump({"kind": "queueEnd", **jr.queue_json(mq), "status": end[0],
+                           "offset": end[1]}))  # fmt: skip
+        else:
+            write(mr.SEPARATOR)
 
 
 # -- offsets ---------------------------------------------------------------------------
@@ -219,51 +266,72 @@ def _reset_timestamp(text: str) -> int:
     return -1 if text == "now" else _timestamp(text, "-s")
 
 
+async def _reset(
+    messages: MessageAdmin, args: Namespace, timestamp: int, force: bool, cplus: bool = False
+) -> tuple[dict[MessageQueue, int] | None, list[RollbackStats] | None]:
+    """Reset through the brokers (the new offsets), else the old way (its rows)."""
+    group, topic = args.group.strip(), args.topic.strip()
+    try:
+        table = await messages.reset_offset_by_timestamp(topic, group, timestamp, force, cplus)
+    except MQBrokerError as exc:
+        if exc.code not in _OLD_STYLE_CODES:
+            raise
+        return None, await messages.reset_offset_by_timestamp_old(group, topic, timestamp, force)
+    return table, None
+
+
+def _reset_json(
+    args: Namespace,
+    force: bool,
+    result: tuple[dict[MessageQueue, int] | None, list[RollbackStats] | None],
+    **extra: object,
+) -> str:
+    table, rows = result
+    doc: jr.JsonObject = {"group": args.group.strip(), "topic": args.topic.strip(),
+                          "force": force, **extra}  # fmt: skip
+    if table is not None:
+        doc["offsets"] = jr.reset_offset_json(table)
+    else:
+        doc["rollback"] = jr.rollback_json(rows or [])
+    return jr.dump(doc)
+
+
+def _force(args: Namespace) -> bool:
+    return True if args.force is None else args.force.strip().lower() == "true"
+
+
 async def reset_offset_by_time(admin: MQAdmin, args: Namespace, write: Write) -> None:
     """``resetOffsetByTime -g -t -s [-f] [-c]``: through the brokers, else the old way."""
     group, topic, text = args.group.strip(), args.topic.strip(), args.timestamp.strip()
     timestamp = _reset_timestamp(text)
-    force = True if args.force is None else args.force.strip().lower() == "true"
-    messages = MessageAdmin(admin)
-    force_text = "true" if force else "false"
-    try:
-        table = await messages.reset_offset_by_timestamp(
-            topic, group, timestamp, force, bool(args.cplus)
-        )
-    except MQBrokerError as exc:
-        if exc.code not in _OLD_STYLE_CODES:
-            raise
-        rows = await messages.reset_offset_by_timestamp_old(group, topic, timestamp, force)
-        write(
-            "rollback consumer offset by specified consumerGroup[%s], topic[%s], force[%s], "
-            "timestamp(string)[%s], timestamp(long)[%s]\n" % (group, topic, force_text, text,
-                                                              timestamp)
-        )  # fmt: skip
-        write(mr.reset_offset_old_text(rows))
+    force = _force(args)
+    table, rows = result = await _reset(MessageAdmin(admin), args, timestamp, force, args.cplus)
+    if jr.wants_json(args):
+        write(_reset_json(args, force, result, timestamp=timestamp))
         return
+    force_text = "true" if force else "false"
+    # Java's two paths name the group differently in this line.
+    which = "group" if table is not None else "consumerGroup"
     write(
-        "rollback consumer offset by specified group[%s], topic[%s], force[%s], "
-        "timestamp(string)[%s], timestamp(long)[%s]\n" % (group, topic, force_text, text,
+        "rollback consumer offset by specified %s[%s], topic[%s], force[%s], "
+        "timestamp(string)[%s], timestamp(long)[%s]\n" % (which, group, topic, force_text, text,
                                                           timestamp)
     )  # fmt: skip
-    write(mr.reset_offset_text(table))
+    write(
+        mr.reset_offset_text(table) if table is not None else mr.reset_offset_old_text(rows or [])
+    )
 
 
 async def skip_accumulated(admin: MQAdmin, args: Namespace, write: Write) -> None:
     """``skipAccumulatedMessage -g -t [-f]``: every queue to its max offset."""
-    group, topic = args.group.strip(), args.topic.strip()
-    force = True if args.force is None else args.force.strip().lower() == "true"
-    messages = MessageAdmin(admin)
-    try:
-        table = await messages.reset_offset_by_timestamp(topic, group, -1, force)
-    except MQBrokerError as exc:
-        if exc.code not in _OLD_STYLE_CODES:
-            raise
-        write(mr.reset_offset_old_text(
-            await messages.reset_offset_by_timestamp_old(group, topic, -1, force)
-        ))  # fmt: skip
+    force = _force(args)
+    table, rows = result = await _reset(MessageAdmin(admin), args, -1, force)
+    if jr.wants_json(args):
+        write(_reset_json(args, force, result))
         return
-    write(mr.reset_offset_text(table))
+    write(
+        mr.reset_offset_text(table) if table is not None else mr.reset_offset_old_text(rows or [])
+    )
 
 
 MESSAGE_COMMANDS: Final[dict[str, Command]] = {

@@ -25,11 +25,11 @@ Must not: parse the command line (``aiorocketmq.cli.admin``).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from argparse import Namespace
 from typing import Final
 
+from aiorocketmq.admin import json_render as jr
 from aiorocketmq.admin.commands import Command, UsageError, Write
 from aiorocketmq.admin.mq_admin import MQAdmin, MQAdminError
 from aiorocketmq.client import Message, MessageQueue, MQClientError, Producer
@@ -54,13 +54,13 @@ async def send_message(admin: MQAdmin, args: Namespace, write: Write) -> None:
     async with Producer(group, ";".join(admin.namesrv.addresses)) as producer:
         result = await producer.send(msg, mq=mq)
     queue = result.message_queue
-    if getattr(args, "json", False):
+    if jr.wants_json(args):
         doc = {
             "brokerName": queue.broker_name, "queueId": queue.queue_id,
             "sendStatus": result.status.name, "msgId": result.msg_id,
             "offsetMsgId": result.offset_msg_id, "queueOffset": result.queue_offset,
         }  # fmt: skip
-        write(json.dumps(doc) + "\n")
+        write(jr.dump(doc))
         return
     write(_ROW % ("#Broker Name", "#QID", "#Send Result", "#MsgId"))
     write(_ROW % (queue.broker_name, queue.queue_id, result.status.name, result.msg_id))
@@ -85,10 +85,10 @@ async def _rt_round(
 
 def _rt_line(args: Namespace, cluster: str, broker: str, result: tuple[float, int, int]) -> str:
     rt, ok, bad = result
-    if getattr(args, "json", False):
+    if jr.wants_json(args):
         doc = {"clusterName": cluster, "brokerName": broker, "rtMs": round(rt, 2),
                "successCount": ok, "failCount": bad}  # fmt: skip
-        return json.dumps(doc) + "\n"
+        return jr.dump(doc)
     if args.printLog:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         return f"{stamp}|{args.machineRoom or 'noname'}|{cluster}|{broker}|{round(rt)}\n"
@@ -102,7 +102,7 @@ async def cluster_send_msg_rt(admin: MQAdmin, args: Namespace, write: Write) -> 
         raise UsageError("-a must be >= 1 and -s >= 0")
     info = await admin.examine_cluster_info()
     clusters = [args.cluster.strip()] if args.cluster else sorted(info.cluster_addr_table)
-    if not args.printLog and not getattr(args, "json", False):
+    if not args.printLog and not jr.wants_json(args):
         write("%-24s  %-24s  %-4s  %-8s  %-8s\n" % ("#Cluster Name", "#Broker Name", "#RT",  # noqa: UP031
                                                  "#successCount", "#failCount"))  # fmt: skip
     body = b"a" * size

@@ -10,17 +10,20 @@ updateSubGroup, deleteSubGroup, consumerProgress, consumerConnection,
 producerConnection, queryMsgByKey, queryMsgById, queryMsgByUniqueKey,
 queryMsgByOffset, printMsg, resetOffsetByTime, skipAccumulatedMessage,
 getBrokerConfig, updateBrokerConfig, wipeWritePerm, addWritePerm,
-topicClusterList, sendMessage, clusterSendMsgRT (these seven take ``--json``; keys
-in ``aiorocketmq.admin.broker_commands`` and ``send_commands``); and
-``dashboard`` (ours: a read-only web dashboard, served until interrupted).
-``mqadmin <command> -h`` lists a command's flags.
+topicClusterList, sendMessage, clusterSendMsgRT, consumeMessage, consumerStatus,
+haStatus (ours), the ACL commands updateAclConfig, deleteAclConfig,
+updateGlobalWhiteAddr and clusterAclConfigVersion; and ``dashboard`` (ours: a
+read-only web dashboard, served until interrupted). ``mqadmin <command> -h`` lists
+a command's flags.
+
+Every command but ``dashboard`` takes ``--json``: one standard JSON document on
+stdout instead of Java's text (``printMsg``: JSON Lines). The shapes are documented
+where each command is (``aiorocketmq.admin.commands``, ``message_commands``,
+``broker_commands``, ``send_commands``, ``consume_commands``, ``acl_commands``,
+``ha_status``) and built in ``aiorocketmq.admin.json_render``.
 
 Read-only commands (``WATCHABLE``) take ``--watch SECONDS``: the command runs again
 every SECONDS until Ctrl-C (exit 130); ``clusterList -i`` is Java's own interval.
-
-consumeMessage and consumerStatus (``aiorocketmq.admin.consume_commands``) and the
-ACL commands updateAclConfig, deleteAclConfig, updateGlobalWhiteAddr and
-clusterAclConfigVersion (``aiorocketmq.admin.acl_commands``) take ``--json`` too.
 
 Without ``-n`` the name servers come from the ``NAMESRV_ADDR`` environment
 variable, as Java's tools fall back to it. With ACL on the brokers, requests are
@@ -70,6 +73,8 @@ WATCHABLE: Final = (
     "getBrokerConfig", "consumerProgress", "consumerConnection", "producerConnection",
 )  # fmt: skip
 """Read-only commands that take ``--watch SECONDS`` (clusterList has Java's own ``-i``)."""
+NO_JSON: Final = ("dashboard",)
+"""Commands without ``--json`` (every other one has it)."""
 
 _INT32: Final = (-(2**31), 2**31 - 1)
 _INT64: Final = (-(2**63), 2**63 - 1)
@@ -161,12 +166,6 @@ def _cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     _add(p, "b", "brokerName", "only this broker set")
 
 
-def _json_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--json", action="store_true", help="machine-readable JSON output (aiorocketmq)"
-    )
-
-
 def _broker_config_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     common = _common_parent()
     p = sub.add_parser(
@@ -174,14 +173,12 @@ def _broker_config_commands(sub: argparse._SubParsersAction[argparse.ArgumentPar
     )
     _add(p, "b", "brokerAddr", "get which broker")
     _add(p, "c", "clusterName", "get which cluster")
-    _json_flag(p)
 
     p = sub.add_parser("updateBrokerConfig", parents=[common], help="Update broker's config")
     _add(p, "b", "brokerAddr", "update which broker")
     _add(p, "c", "clusterName", "update which cluster")
     _add(p, "k", "key", "config key", required=True)
     _add(p, "v", "value", "config value", required=True)
-    _json_flag(p)
 
     for name, help_text in (
         ("wipeWritePerm", "Wipe write perm of broker in all name server"),
@@ -189,11 +186,9 @@ def _broker_config_commands(sub: argparse._SubParsersAction[argparse.ArgumentPar
     ):
         p = sub.add_parser(name, parents=[common], help=help_text)
         _add(p, "b", "brokerName", "broker name", required=True)
-        _json_flag(p)
 
     p = sub.add_parser("topicClusterList", parents=[common], help="get cluster info for topic")
     _add(p, "t", "topic", "topic name", required=True)
-    _json_flag(p)
 
 
 def _send_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -204,7 +199,6 @@ def _send_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     _add(p, "c", "tags", "Message tags")
     _add(p, "b", "broker", "Send message to target broker")
     _add(p, "i", "qid", "Send message to target queue", kind=java_int)
-    _json_flag(p)
 
     p = sub.add_parser(
         "clusterSendMsgRT", parents=[_common_parent()], help="List All clusters Message Send RT"
@@ -217,7 +211,6 @@ def _send_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     _add(p, "m", "machineRoom", "machine room name | default noname")
     _add(p, "i", "interval", "print interval | default 10 seconds", kind=java_long)
     p.add_argument("--rounds", type=int, default=0, help="stop after N rounds (0: never; ours)")
-    _json_flag(p)
 
 
 def _group_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -359,7 +352,6 @@ def _consume_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "-c", "--messageNumber", type=_java_number(_INT64, "long"),
         help="Number of message to be consumed",
     )  # fmt: skip
-    _json_flag(p)
     p = sub.add_parser(
         "consumerStatus",
         parents=[_common_parent()],
@@ -375,7 +367,6 @@ def _consume_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--outDir", default=".",
         help="where the per-client reports go, as <outDir>/<now ms>/<clientId> (aiorocketmq)",
     )  # fmt: skip
-    _json_flag(p)
 
 
 def _acl_target(parser: argparse.ArgumentParser, what: str) -> None:
@@ -397,13 +388,11 @@ def _acl_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("-t", "--topicPerms", help="set topicPerms list,eg: topicA=DENY,topicD=SUB")
     p.add_argument("-g", "--groupPerms", help="set groupPerms list,eg: groupD=DENY,groupD=SUB")
     p.add_argument("-m", "--admin", help="set admin flag in acl config file")
-    _json_flag(p)
     p = sub.add_parser(
         "deleteAclConfig", parents=[_common_parent()], help="Delete Acl Config Account in broker"
     )
     _acl_target(p, "delete acl config account from")
     p.add_argument("-a", "--accessKey", required=True, help="the account to delete")
-    _json_flag(p)
     p = sub.add_parser(
         "updateGlobalWhiteAddr",
         parents=[_common_parent()],
@@ -415,14 +404,12 @@ def _acl_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="set globalWhiteRemoteAddress list,eg: 10.10.103.*,192.168.0.*",
     )  # fmt: skip
     p.add_argument("-p", "--aclFileFullPath", help="update the white list of this acl file")
-    _json_flag(p)
     p = sub.add_parser(
         "clusterAclConfigVersion",
         parents=[_common_parent()],
         help="List all of acl config version information in cluster",
     )
     _acl_target(p, "query acl config version for")
-    _json_flag(p)
 
 
 def _dashboard_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -470,6 +457,11 @@ def build_parser() -> argparse.ArgumentParser:
     _consume_commands(sub)
     _acl_commands(sub)
     _dashboard_command(sub)
+    for name, command in sub.choices.items():
+        if name not in NO_JSON:
+            command.add_argument(
+                "--json", action="store_true", help="machine-readable JSON output (aiorocketmq)"
+            )
     for name in WATCHABLE:
         sub.choices[name].add_argument(
             "--watch",
