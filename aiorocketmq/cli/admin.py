@@ -22,8 +22,10 @@ where each command is (``aiorocketmq.admin.commands``, ``message_commands``,
 ``broker_commands``, ``send_commands``, ``consume_commands``, ``acl_commands``,
 ``ha_status``) and built in ``aiorocketmq.admin.json_render``.
 
-Read-only commands (``WATCHABLE``) take ``--watch SECONDS``: the command runs again
-every SECONDS until Ctrl-C (exit 130); ``clusterList -i`` is Java's own interval.
+Read-only commands (``WATCHABLE``) take ``-i SECONDS`` / ``--watch SECONDS``: the
+command runs again every SECONDS until Ctrl-C (exit 130); ``clusterList -i`` is
+Java's own interval, the same thing. None of these commands has an ``-i`` of its own
+in Java (queryMsgById's ``-i`` is an id, so the message commands do not watch).
 
 Without ``-n`` the name servers come from the ``NAMESRV_ADDR`` environment
 variable, as Java's tools fall back to it. With ACL on the brokers, requests are
@@ -72,7 +74,7 @@ WATCHABLE: Final = (
     "topicList", "topicRoute", "topicStatus", "topicClusterList", "brokerStatus", "haStatus",
     "getBrokerConfig", "consumerProgress", "consumerConnection", "producerConnection",
 )  # fmt: skip
-"""Read-only commands that take ``--watch SECONDS`` (clusterList has Java's own ``-i``)."""
+"""Read-only commands that take ``-i``/``--watch SECONDS`` (clusterList has Java's own ``-i``)."""
 NO_JSON: Final = ("dashboard",)
 """Commands without ``--json`` (every other one has it)."""
 
@@ -464,6 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
             )
     for name in WATCHABLE:
         sub.choices[name].add_argument(
+            "-i",
             "--watch",
             type=float,
             metavar="SECONDS",

@@ -122,12 +122,16 @@ async def test_watch_runs_again_until_cancelled_and_once_without_an_interval() -
 
 
 def test_watch_flag_only_on_read_only_commands() -> None:
+    """``-i`` / ``--watch`` on the read-only commands; elsewhere ``-i`` is Java's own."""
     parser = build_parser()
     for name in WATCHABLE:
         assert parser.parse_args([name, "--watch", "2", *_required(name)]).watch == 2.0
+        assert parser.parse_args([name, "-i", "0.5", *_required(name)]).watch == 0.5
     with pytest.raises(SystemExit) as exc:
         parser.parse_args(["updateTopic", "-c", "C", "-t", "T", "--watch", "2"])
     assert exc.value.code == 2
+    assert parser.parse_args(["queryMsgById", "-i", "0A0B"]).msgId == "0A0B"
+    assert parser.parse_args(["clusterList", "-i", "3"]).interval == 3
 
 
 def _required(name: str) -> list[str]:
