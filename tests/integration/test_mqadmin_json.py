@@ -31,7 +31,13 @@ from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.producer import Producer
 from aiorocketmq.client.results import SendResult
 from aiorocketmq.common.message import Message, MessageExt, MessageQueue
-from tests.support.cluster import start_broker, start_namesrv, wait_replicated, wait_route
+from tests.support.cluster import (
+    BrokerProcess,
+    start_broker,
+    start_namesrv,
+    wait_replicated,
+    wait_route,
+)
 from tests.support.procs import ManagedProcess
 from tests.support.wait import wait_until
 
@@ -88,6 +94,16 @@ async def queues_filled(namesrv: str, topic: str, total: int) -> None:
             return sum(o.max_offset for o in stats.offset_table.values()) == total
 
         await wait_until(dispatched, timeout=15, what=f"{total} messages in {topic}'s queues")
+
+
+@pytest.fixture
+async def single(
+    start_process: StartProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[Admin, BrokerProcess]:
+    """A name server and one master, and mqadmin pointed at them."""
+    _ns, namesrv = await start_namesrv(start_process, tmp_path)
+    broker = await start_broker(start_process, tmp_path, namesrv, BROKER)
+    return Admin(capsys, namesrv), broker
 
 
 # -- topics, cluster, brokers ----------------------------------------------------------
@@ -224,11 +240,10 @@ async def test_topic_cluster_and_broker_commands(
 
 
 async def test_group_connection_and_offset_commands(
-    start_process: StartProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    single: tuple[Admin, BrokerProcess],
 ) -> None:
-    _ns, namesrv = await start_namesrv(start_process, tmp_path)
-    broker = await start_broker(start_process, tmp_path, namesrv, BROKER)
-    admin = Admin(capsys, namesrv)
+    admin, broker = single
+    namesrv = admin.namesrv
     topic, group, spare = "JsonGroupTopic", "CID_json", "CID_json_spare"
 
     text, doc = await admin.both("updateSubGroup", "-b", broker.addr, "-g", group, "-r", "3")
@@ -353,12 +368,9 @@ async def test_group_connection_and_offset_commands(
 # -- messages ---------------------------------------------------------------------------
 
 
-async def test_message_commands(
-    start_process: StartProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _ns, namesrv = await start_namesrv(start_process, tmp_path)
-    broker = await start_broker(start_process, tmp_path, namesrv, BROKER)
-    admin = Admin(capsys, namesrv)
+async def test_message_commands(single: tuple[Admin, BrokerProcess], tmp_path: Path) -> None:
+    admin, broker = single
+    namesrv = admin.namesrv
     topic = "JsonMsgTopic"
     await admin.json("updateTopic", "-b", broker.addr, "-t", topic, "-r", "2", "-w", "2")
     await wait_route(namesrv, topic, timeout=10)
@@ -391,6 +403,7 @@ async def test_message_commands(
     assert "WARN: No Consumer" in text
 
     # queryMsgByUniqueKey.
+    assert result.msg_id is not None
     text, doc = await admin.both("queryMsgByUniqueKey", "-t", topic, "-i", result.msg_id,
                                  "--bodyDir", str(bodies))  # fmt: skip
     assert [m["msgId"] for m in doc] == [result.msg_id]
