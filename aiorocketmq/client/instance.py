@@ -299,8 +299,15 @@ class ClientInstance(Service):
         )
 
     def _apply_route(self, topic: str, route: TopicRouteData) -> None:
+        known = {a for addrs in self.broker_addr_table.values() for a in addrs.values()}
         for bd in route.broker_datas:
             self.broker_addr_table[bd.broker_name] = dict(bd.broker_addrs)
+        fresh = {a for bd in route.broker_datas for a in bd.broker_addrs.values()} - known
+        if fresh and self.running:
+            # A broker learned between heartbeats would not know this client's groups
+            # for up to 30 s (producerConnection empty, rebalance blind to us): greet
+            # it now rather than at the next tick.
+            self.spawn(self.send_heartbeat_to_all_brokers(only=fresh), name="heartbeat-new")
         if self.producers:
             for producer in self.producers.values():
                 producer.update_topic_publish_info(topic, route_to_publish_info(topic, route))
@@ -389,8 +396,11 @@ class ClientInstance(Service):
         self.clean_offline_brokers()
         await self.send_heartbeat_to_all_brokers()
 
-    async def send_heartbeat_to_all_brokers(self) -> int:
+    async def send_heartbeat_to_all_brokers(self, only: set[str] | None = None) -> int:
         """Send the heartbeat to every broker (masters only when there is no consumer).
+
+        Args:
+            only: just these addresses (brokers a route update just revealed).
 
         Returns:
             How many brokers answered.
@@ -402,6 +412,8 @@ class ClientInstance(Service):
         for broker_name, addrs in list(self.broker_addr_table.items()):
             for broker_id, address in sorted(addrs.items()):
                 if not data.consumers and broker_id != MASTER_ID:
+                    continue
+                if only is not None and address not in only:
                     continue
                 try:
                     version = await self.api.send_heartbeat(

@@ -131,7 +131,7 @@ class RemotingClient:
         if attempt is None:
             attempt = asyncio.ensure_future(self._connect(address))
             self._connecting[address] = attempt
-            attempt.add_done_callback(lambda _f: self._connecting.pop(address, None))
+            attempt.add_done_callback(lambda f: self._connect_done(address, f))
         try:
             return await asyncio.shield(attempt)
         except asyncio.CancelledError:
@@ -141,6 +141,13 @@ class RemotingClient:
             if attempt.cancelled() and task is not None and not task.cancelling():
                 raise RemotingSendRequestError("client is closed", address=address) from None
             raise
+
+    def _connect_done(self, address: str, attempt: asyncio.Future[RemotingConnection]) -> None:
+        self._connecting.pop(address, None)
+        # Callers wait through a shield: when all of them were cancelled, a failure
+        # would otherwise be reported as "never retrieved" at garbage collection.
+        if not attempt.cancelled():
+            attempt.exception()
 
     def _request_type(self, conn: RemotingConnection) -> SerializeType:
         if self._fixed_type is not None:

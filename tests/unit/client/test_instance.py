@@ -205,6 +205,25 @@ async def test_heartbeats_masters_only_without_consumers_then_all(cluster: Clust
         assert any(r.code == RequestCode.UNREGISTER_CLIENT for r in master.received)
 
 
+async def test_a_broker_learned_from_a_route_is_greeted_at_once(cluster: Cluster) -> None:
+    """Without waiting for the (here hour-long) heartbeat tick; only the new brokers."""
+    master = await cluster.broker("broker-a")
+    instance = _instance(cluster.namesrv.address, heartbeat_broker_interval=3_600_000,
+                         poll_name_server_interval=3_600_000)  # fmt: skip
+    instance.register_producer("P", FakeProducer({"T"}))
+
+    def beats(double: BrokerDouble) -> int:
+        return sum(r.code == RequestCode.HEART_BEAT for r in double.received)
+
+    async with _started(instance):
+        assert await instance.update_topic_route("T")
+        await wait_until(lambda: beats(master) == 1, timeout=5, what="broker-a greeted")
+        other = await cluster.broker("broker-b")
+        assert await instance.update_topic_route("T")
+        await wait_until(lambda: beats(other) == 1, timeout=5, what="broker-b greeted")
+        assert beats(master) == 1  # already known: left to the periodic heartbeat
+
+
 async def test_clean_offline_brokers(cluster: Cluster) -> None:
     await cluster.broker("broker-a")
     instance = _instance(cluster.namesrv.address)

@@ -13,6 +13,7 @@ Real sockets on 127.0.0.1, port 0; every wait has a deadline, nothing sleeps.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import socket
 from collections.abc import AsyncIterator
@@ -336,6 +337,26 @@ async def test_client_close_during_connect_is_a_send_error_not_a_cancellation(
     with pytest.raises(RemotingSendRequestError):
         await task
     assert not task.cancelled()
+
+
+async def test_connect_failing_after_its_only_caller_left_is_not_an_unretrieved_error(
+    h: Harness,
+) -> None:
+    """Regression: callers wait for a shared connect attempt through a shield. When the
+    only caller was cancelled and the attempt then failed, nobody took its exception and
+    the loop reported "Task exception was never retrieved" (this test's loop-error
+    check fails on exactly that)."""
+    with socket.socket() as sock:  # bound, not listening: the connect is refused
+        sock.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+        client = h.client(connect_timeout_millis=2000)
+        task = asyncio.create_task(client.invoke(address, request(ECHO), TIMEOUT_MS))
+        await asyncio.sleep(0)  # one turn: the task starts its connect attempt
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await wait_until(lambda: not client._connecting, what="the attempt to fail")
+    gc.collect()  # an unretrieved exception is reported when its task is collected
 
 
 async def test_request_too_big_to_send_fails_locally_and_the_connection_survives(
