@@ -304,9 +304,7 @@ class ClientInstance(Service):
             self.broker_addr_table[bd.broker_name] = dict(bd.broker_addrs)
         fresh = {a for bd in route.broker_datas for a in bd.broker_addrs.values()} - known
         if fresh and self.running:
-            # A broker learned between heartbeats would not know this client's groups
-            # for up to 30 s (producerConnection empty, rebalance blind to us): greet
-            # it now rather than at the next tick.
+            # Else a new broker would not know our groups until the next 30 s tick.
             self.spawn(self.send_heartbeat_to_all_brokers(only=fresh), name="heartbeat-new")
         if self.producers:
             for producer in self.producers.values():
@@ -397,23 +395,16 @@ class ClientInstance(Service):
         await self.send_heartbeat_to_all_brokers()
 
     async def send_heartbeat_to_all_brokers(self, only: set[str] | None = None) -> int:
-        """Send the heartbeat to every broker (masters only when there is no consumer).
-
-        Args:
-            only: just these addresses (brokers a route update just revealed).
-
-        Returns:
-            How many brokers answered.
-        """
+        """Send the heartbeat to every broker (masters only when there is no consumer),
+        or ``only`` to these addresses; returns how many brokers answered."""
         data = self.heartbeat_data()
         if not data.producers and not data.consumers:
             return 0
         answered = 0
         for broker_name, addrs in list(self.broker_addr_table.items()):
             for broker_id, address in sorted(addrs.items()):
-                if not data.consumers and broker_id != MASTER_ID:
-                    continue
-                if only is not None and address not in only:
+                wanted = only is None or address in only
+                if not wanted or (not data.consumers and broker_id != MASTER_ID):
                     continue
                 try:
                     version = await self.api.send_heartbeat(
