@@ -2,8 +2,9 @@
 
 Owns: the record table's Arrow schema (``record_schema``, the same columns as the Spark
 schema in ``datasource``), ``decode_fast`` (numpy gathers of the fixed fields of
-v1 records with IPv4 hosts, from record positions found by a header walk, plus
-pyarrow compute for the properties map, tags, keys and uniqKey) and ``decode_exact``
+v1 records with IPv4 hosts, from record positions found by a header walk; the
+properties map, tags, keys and uniqKey parsed on the bytes of the whole batch,
+``properties_columns``) and ``decode_exact``
 (the codec's ``RecordView`` for v2 records and IPv6 hosts, field by field).
 
 Must not: do I/O (callers pass a buffer), judge where the data ends (``scan`` does), or
@@ -135,46 +136,120 @@ def _drop_empty_lists(lists: pa.ListArray, keep: npt.NDArray[np.bool_], n: int) 
     return pa.ListArray.from_arrays(pa.array(offsets), lists.flatten().filter(pa.array(keep)))
 
 
+def _string_parts(text: pa.Array) -> tuple[npt.NDArray[np.uint8], IntArray]:
+    """A string array's UTF-8 bytes and its ``len + 1`` row offsets into them."""
+    _validity, offsets_buf, data_buf = text.buffers()
+    offsets = np.frombuffer(offsets_buf, np.int32)[text.offset : text.offset + len(text) + 1]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    # A slice's buffers hold the rows around it too: keep only its own bytes.
+    return data[offsets[0] : offsets[-1]], (offsets - offsets[0]).astype(np.int64)
+
+
+def _segments(
+    data: npt.NDArray[np.uint8], offsets: IntArray
+) -> tuple[IntArray, IntArray, IntArray]:
+    """``text.split("\\x02")`` of every row at once: (start, end, row) of each segment.
+
+    A segment ends at a ``\\x02`` (the next one starts after it) or at its row's end
+    (the next row's first segment starts there); sorting those ends puts a row's end
+    before a ``\\x02`` at the same byte, which is the next row's.
+    """
+    seps = np.flatnonzero(data == 2)
+    ends_of_rows = offsets[1:]
+    ends = np.concatenate((seps, ends_of_rows))
+    order = np.argsort(np.concatenate((seps * 2 + 1, ends_of_rows * 2)), kind="stable")
+    ends = ends[order]
+    is_sep = order < len(seps)
+    next_start = ends + is_sep
+    starts = np.concatenate((offsets[:1], next_start[:-1]))[: len(ends)]
+    # A separator's row is the last row starting at or before it; a row end's, its own.
+    sep_rows = np.searchsorted(offsets, seps, side="right") - 1
+    rows = np.concatenate((sep_rows, np.arange(len(ends_of_rows), dtype=np.int64)))[order]
+    return starts, ends, rows
+
+
+def _repeats(rows: IntArray, codes: IntArray, key: IntArray) -> bool:
+    """Whether a row names a property twice (rare; Java's clients never do)."""
+    if len(codes) == 0:
+        return False
+    if int(codes.max()) < 64:  # the usual case: one bit per name, OR-ed per row
+        firsts = np.flatnonzero(np.diff(rows, prepend=-1))
+        seen = np.bitwise_or.reduceat(np.left_shift(np.uint64(1), codes.astype(np.uint64)), firsts)
+        pairs = np.diff(np.append(firsts, len(rows)))
+        return bool((np.bitwise_count(seen) != pairs).any())
+    ordered = np.sort(key)
+    return bool((ordered[1:] == ordered[:-1]).any())
+
+
+def _last_wins(rows: IntArray, codes: IntArray, n: int) -> tuple[IntArray, IntArray]:
+    """Java's ``HashMap.put`` over each row's pairs in order: which pairs stay (a name's
+    first place) and which pair's value each keeps (its last)."""
+    key = rows * (int(codes.max(initial=0)) + 1) + codes
+    if not _repeats(rows, codes, key):
+        everything = np.arange(len(key), dtype=np.int64)
+        return everything, everything
+    _, first = np.unique(key, return_index=True)
+    _, last_rev = np.unique(key[::-1], return_index=True)  # same keys, same order
+    last = len(key) - 1 - last_rev
+    order = np.argsort(first)
+    return first[order].astype(np.int64), last[order].astype(np.int64)
+
+
 def properties_columns(props: pa.Array) -> dict[str, pa.Array]:
     """Map, tags, keys and uniqKey from properties strings (``string_to_properties`` rules).
 
     A pair counts when it has a non-empty name before its first ``\\x01`` and a
-    non-empty value after it; lookups take the last duplicate, as Java's HashMap.
+    non-empty value after it; a repeated name keeps its first place and its last value,
+    as Java's HashMap. Parsed on the UTF-8 bytes of all rows at once (both separators
+    are ASCII, so a byte split is a character split).
     """
     n = len(props)
-    pairs = pc.split_pattern(props, "\x02")
-    parents = np.asarray(pc.list_parent_indices(pairs))
-    kv = pc.split_pattern(pairs.flatten(), "\x01", max_splits=1)
-    two = np.asarray(pc.fill_null(pc.equal(pc.list_value_length(kv), 2), False))
-    kv = kv.filter(pa.array(two))
-    names, values = pc.list_element(kv, 0), pc.list_element(kv, 1)
-    good = np.asarray(pc.and_(pc.greater(pc.utf8_length(names), 0),
-                              pc.greater(pc.utf8_length(values), 0)))  # fmt: skip
-    names, values = names.filter(pa.array(good)), values.filter(pa.array(good))
-    counts = np.bincount(parents[two][good], minlength=n)
-    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
-    mapping = pa.MapArray.from_arrays(pa.array(offsets), names, values)
-    keys_raw = pc.map_lookup(mapping, MessageConst.PROPERTY_KEYS, "last")
-    keys = pc.split_pattern(keys_raw, MessageConst.KEY_SEPARATOR)
+    data, offsets = _string_parts(props)
+    starts, ends, rows = _segments(data, offsets)
+    ones = np.flatnonzero(data == 1)
+    at = np.searchsorted(ones, starts)
+    first_one = np.append(ones, np.iinfo(np.int64).max)[at]
+    good = (first_one < ends) & (first_one > starts) & (ends - first_one > 1)
+    starts, ends, rows, first_one = starts[good], ends[good], rows[good], first_one[good]
+    names = _slices(data, starts, first_one - starts).view(pa.string())
+    values = _slices(data, first_one + 1, ends - first_one - 1).view(pa.string())
+    encoded = names.dictionary_encode()
+    codes = np.asarray(encoded.indices, np.int64)
+    keep, value_at = _last_wins(rows, codes, n)
+    if len(keep) != len(rows):
+        names, codes, rows = names.take(pa.array(keep)), codes[keep], rows[keep]
+        values = values.take(pa.array(value_at))
+    counts = np.bincount(rows, minlength=n)
+    map_offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+    mapping = pa.MapArray.from_arrays(pa.array(map_offsets), names, values)
+    known = {name: i for i, name in enumerate(encoded.dictionary.to_pylist())}
+
+    def lookup(name: str) -> pa.Array:
+        code = known.get(name)
+        where = np.full(n, -1, np.int64)
+        if code is not None:
+            hit = np.flatnonzero(codes == code)
+            where[rows[hit]] = hit  # at most one per row once duplicates are gone
+        return values.take(pa.array(where, mask=where < 0))
+
+    keys = pc.split_pattern(lookup(MessageConst.PROPERTY_KEYS), MessageConst.KEY_SEPARATOR)
     nonempty = np.asarray(pc.fill_null(pc.greater(pc.utf8_length(keys.flatten()), 0), False))
-    keys = _drop_empty_lists(keys, nonempty, n)
     # A message without KEYS has an empty key list, never null.
     return {
-        "tags": pc.map_lookup(mapping, MessageConst.PROPERTY_TAGS, "last"),
-        "keys": keys,
-        "uniqKey": pc.map_lookup(
-            mapping, MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "last"
-        ),
+        "tags": lookup(MessageConst.PROPERTY_TAGS),
+        "keys": _drop_empty_lists(keys, nonempty, n),
+        "uniqKey": lookup(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
         "properties": mapping,
     }
 
 
 def _crc_ok(buf: ReadableBuffer, starts: IntArray, sizes: IntArray, stored: IntArray) -> pa.Array:
-    # One C call per body, collected straight into numpy; the comparison is vectorized.
+    # One C call per body, chained with map() so no Python bytecode runs per record:
+    # slice objects -> memoryview slices (no copy) -> CRC32 -> numpy.
     view = memoryview(buf)
     try:
-        pairs = zip(starts.tolist(), sizes.tolist(), strict=True)
-        crcs = np.fromiter((_crc32(view[a : a + n]) for a, n in pairs), np.int64, len(starts))
+        bounds = map(slice, starts.tolist(), (starts + sizes).tolist())
+        crcs = np.fromiter(map(_crc32, map(view.__getitem__, bounds)), np.int64, len(starts))
     finally:
         view.release()
     return pa.array(((crcs & 0x7FFFFFFF) == stored) | (sizes == 0))
