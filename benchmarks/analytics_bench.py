@@ -21,7 +21,10 @@ valid and sits at its own address. The page cache is warmed before each measurem
 Target: data source >= 2x the plain loop.
 
 ``--breakdown`` adds count() runs with column groups left out (no CRC check, no
-properties map, no keys, no string column): where the full schema's time goes.
+properties map, no keys, no string column): where the full schema's time goes; the
+same decode in one process without Spark; and Spark alone: already-decoded batches
+(Arrow IPC files written beforehand) replayed through a trivial Python data source,
+which is what Spark's row conversion costs on its own.
 
 Run: ``python benchmarks/analytics_bench.py [--gib 1] [--dir /tmp/x] [--keep] [--breakdown]``
 """
@@ -42,7 +45,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from aiorocketmq.analytics.datasource import RECORD_DDL
 from aiorocketmq.common.message_codec import blank_record, encode_record, iter_records
 from aiorocketmq.common.properties import properties_to_string
 
@@ -206,6 +211,62 @@ def _breakdown(
     return out
 
 
+class _ReplayPartition(InputPartition):
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+class _Replay(DataSource):
+    """Arrow IPC files of decoded batches, yielded as they are (no decoding)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "rocketmq-replay"
+
+    def schema(self) -> str:
+        return RECORD_DDL
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return _ReplayReader(self.options["path"].split(","))
+
+
+class _ReplayReader(DataSourceReader):
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+
+    def partitions(self) -> list[InputPartition]:
+        return [_ReplayPartition(p) for p in self.paths]
+
+    def read(self, partition: Any) -> Any:
+        import pyarrow as pa
+
+        with pa.memory_map(partition.path) as source:
+            reader = pa.ipc.open_file(source)
+            for i in range(reader.num_record_batches):
+                yield reader.get_batch(i)
+
+
+def _decoded(directory: Path, chunk_mib: int) -> tuple[list[str], list[float]]:
+    """Decode every chunk in this process (timed, one round) into Arrow IPC files."""
+    import pyarrow as pa
+
+    from aiorocketmq.analytics import scan
+
+    files = scan.commitlog_files(directory, "bench")
+    paths, elapsed = [], 0.0
+    for i, chunk in enumerate(scan.plan_chunks(files, chunk_mib << 20)):
+        start = time.perf_counter()
+        batches = list(scan.scan_chunk(chunk))
+        elapsed += time.perf_counter() - start
+        path = directory / f"decoded-{i}.arrow"
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, batches[0].schema) as w:
+            for batch in batches:
+                w.write_batch(batch)
+        paths.append(str(path))
+    return paths, [elapsed]
+
+
 def _measure(directory: Path, records: int, used: int, args: argparse.Namespace) -> None:
     from aiorocketmq.analytics.session import spark_session
 
@@ -223,6 +284,17 @@ def _measure(directory: Path, records: int, used: int, args: argparse.Namespace)
     narrow_df.count()
     narrow_times = _timed(narrow_df.count, records, args.rounds)
     breakdown = _breakdown(spark, directory, records, args) if args.breakdown else []
+    if args.breakdown:
+        paths, in_process = _decoded(directory, args.chunk_mib)
+        breakdown.append(("decode, 1 process, no Spark", in_process))
+        spark.dataSource.register(_Replay)
+        replay = spark.read.format("rocketmq-replay").option("path", ",".join(paths)).load()
+        try:
+            replay.count()
+            breakdown.append(("Spark alone (replay)", _timed(replay.count, records, args.rounds)))
+        finally:
+            for path in paths:
+                Path(path).unlink(missing_ok=True)
     spark.stop()
     mib = used / 2**20
     print(_line("plain loop (1 process)", plain, mib, records))
