@@ -12,8 +12,10 @@ queryMsgByOffset, printMsg, resetOffsetByTime, skipAccumulatedMessage,
 getBrokerConfig, updateBrokerConfig, wipeWritePerm, addWritePerm,
 topicClusterList, sendMessage, clusterSendMsgRT, consumeMessage, consumerStatus,
 haStatus (ours), the ACL commands updateAclConfig, deleteAclConfig,
-updateGlobalWhiteAddr and clusterAclConfigVersion; and ``dashboard`` (ours: a
-read-only web dashboard, served until interrupted). ``mqadmin <command> -h`` lists
+updateGlobalWhiteAddr and clusterAclConfigVersion; ``doctor`` (ours: what is wrong
+with the cluster as seen from here, exit 1 when a check fails,
+``aiorocketmq.admin.doctor``) and ``dashboard`` (ours: a read-only web dashboard,
+served until interrupted). ``mqadmin <command> -h`` lists
 a command's flags.
 
 Every command but ``dashboard`` takes ``--json``: one standard JSON document on
@@ -58,6 +60,7 @@ from aiorocketmq.admin.broker_commands import BROKER_COMMANDS
 from aiorocketmq.admin.commands import COMMANDS, UsageError
 from aiorocketmq.admin.consume_commands import CONSUME_COMMANDS
 from aiorocketmq.admin.credentials import ROCKETMQ_HOME_ENV, tools_credentials
+from aiorocketmq.admin.doctor import doctor
 from aiorocketmq.admin.ha_status import ha_status
 from aiorocketmq.admin.message_commands import MESSAGE_COMMANDS
 from aiorocketmq.admin.mq_admin import MQAdmin
@@ -414,6 +417,14 @@ def _acl_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _acl_target(p, "query acl config version for")
 
 
+def _doctor_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sub.add_parser(
+        "doctor",
+        parents=[_common_parent()],
+        help="Check name servers, broker addresses, disks and replication (aiorocketmq)",
+    )
+
+
 def _dashboard_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "dashboard", parents=[_common_parent()], help="Serve the web dashboard (aiorocketmq)"
@@ -458,6 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     _offset_commands(sub)
     _consume_commands(sub)
     _acl_commands(sub)
+    _doctor_command(sub)
     _dashboard_command(sub)
     for name, command in sub.choices.items():
         if name not in NO_JSON:
@@ -499,6 +511,7 @@ async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
         **CONSUME_COMMANDS,
         **ACL_COMMANDS,
         "haStatus": ha_status,
+        "doctor": doctor,
         "dashboard": dashboard,
     }[args.command]
     try:
