@@ -179,7 +179,8 @@ async def _broker(
     except MQClientError as exc:
         return [*findings, Finding(WARN, "disk", target, f"no broker config: {exc}")], runtime
     findings.append(disk_finding(target, runtime, config))
-    perm = int(config.get("brokerPermission", "6") or 6)
+    perm_text = config.get("brokerPermission", "6")
+    perm = int(perm_text) if perm_text.strip().isdigit() else PERM_WRITE
     if not perm & PERM_WRITE:
         detail = f"brokerPermission={perm}: no writes; producers skip it"
         findings.append(Finding(WARN, "permission", target, detail))
@@ -204,7 +205,12 @@ def replication_findings(
             target = f"{name}/{bid} {slave}"
             if slave_rt is None:
                 continue  # already a FAIL of the broker check
-            if slave_rt.get("haConnected") != "true":
+            connected = slave_rt.get("haConnected")
+            if connected is None:
+                detail = "does not report whether it is connected (not an aiorocketmq broker?)"
+                findings.append(Finding(WARN, "replication", target, detail))
+                continue
+            if connected != "true":
                 findings.append(Finding(FAIL, "replication", target,
                                         f"not connected to its master {master or '?'}: can it "
                                         "reach the master's HA port (listenPort+1, haMasterAddress"

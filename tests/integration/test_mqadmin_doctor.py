@@ -67,11 +67,14 @@ def test_replication_findings() -> None:
         "s:2": {"haConnected": "true", "commitLogMaxOffset": "9"},
         "m:3": {"commitLogMaxOffset": "5"},
         "s:3": {"haConnected": "false"},
+        "s:4": {},
     }
+    brokers[("d", 1)] = "s:4"
     got = {(f.status, f.check, f.target): f.detail for f in replication_findings(brokers, runtimes)}
     assert got[(OK, "replication", "a/1 s:1")] == "connected to m:1, 600 bytes behind"
     assert got[(WARN, "master", "b")].startswith("no master registered")
     assert got[(FAIL, "replication", "c/1 s:3")].startswith("not connected to its master m:3")
+    assert got[(WARN, "replication", "d/1 s:4")].startswith("does not report whether")
 
 
 @pytest.mark.parametrize(
