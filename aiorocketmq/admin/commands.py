@@ -48,7 +48,7 @@ from aiorocketmq.common.protocol_bodies import ConsumerConnection
 from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
 from aiorocketmq.common.topic_config import TopicConfig
 
-__all__ = ["COMMANDS", "Command", "UsageError", "Write"]
+__all__ = ["COMMANDS", "Command", "UsageError", "Write", "java_bool"]
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def _text_writer(args: Namespace, write: Write) -> Write:
     return _discard if jr.wants_json(args) else write
 
 
-def _java_bool(text: str | None, default: bool) -> bool:
+def java_bool(text: str | None, default: bool) -> bool:
     """``Boolean.parseBoolean(text.trim())``: "true" in any case, anything else false."""
     return default if text is None else text.strip().lower() == "true"
 
@@ -84,8 +84,8 @@ def _java_bool(text: str | None, default: bool) -> bool:
 
 
 def _topic_config(args: Namespace) -> TopicConfig:
-    sys_flag = (FLAG_UNIT if _java_bool(args.unit, False) else 0) | (
-        FLAG_UNIT_SUB if _java_bool(args.hasUnitSub, False) else 0
+    sys_flag = (FLAG_UNIT if java_bool(args.unit, False) else 0) | (
+        FLAG_UNIT_SUB if java_bool(args.hasUnitSub, False) else 0
     )
     return TopicConfig(
         topic_name=args.topic.strip(),
@@ -93,7 +93,7 @@ def _topic_config(args: Namespace) -> TopicConfig:
         write_queue_nums=8 if args.writeQueueNums is None else args.writeQueueNums,
         perm=6 if args.perm is None else args.perm,
         topic_sys_flag=sys_flag,
-        order=_java_bool(args.order, False),
+        order=java_bool(args.order, False),
     )
 
 
@@ -273,13 +273,13 @@ def _cluster_json(
     get = {} if runtime is None else runtime
     return doc | {
         "version": get.get("brokerVersionDesc"),
-        "inTps": jr.float_or_none(get.get("putTps")),
-        "outTps": jr.float_or_none(get.get("getTransferedTps")),
+        "inTps": render.leading_float(get.get("putTps")),
+        "outTps": render.leading_float(get.get("getTransferedTps")),
         "sendThreadPoolQueueSize": jr.int_or_none(get.get("sendThreadPoolQueueSize")),
         "pullThreadPoolQueueSize": jr.int_or_none(get.get("pullThreadPoolQueueSize")),
         "pageCacheLockTimeMills": jr.int_or_none(get.get("pageCacheLockTimeMills")),
         "earliestMessageTimeStamp": jr.int_or_none(get.get("earliestMessageTimeStamp")),
-        "commitLogDiskRatio": jr.float_or_none(get.get("commitLogDiskRatio")),
+        "commitLogDiskRatio": render.leading_float(get.get("commitLogDiskRatio")),
     }
 
 
@@ -363,16 +363,16 @@ def _group_config(args: Namespace) -> SubscriptionGroupConfig:
     # As Java's command: broadcast and from-min default to false, unlike the class.
     return SubscriptionGroupConfig(
         group_name=args.groupName.strip(),
-        consume_enable=_java_bool(args.consumeEnable, True),
-        consume_from_min_enable=_java_bool(args.consumeFromMinEnable, False),
-        consume_broadcast_enable=_java_bool(args.consumeBroadcastEnable, False),
+        consume_enable=java_bool(args.consumeEnable, True),
+        consume_from_min_enable=java_bool(args.consumeFromMinEnable, False),
+        consume_broadcast_enable=java_bool(args.consumeBroadcastEnable, False),
         retry_queue_nums=1 if args.retryQueueNums is None else args.retryQueueNums,
         retry_max_times=16 if args.retryMaxTimes is None else args.retryMaxTimes,
         broker_id=0 if args.brokerId is None else args.brokerId,
         which_broker_when_consume_slowly=(
             1 if args.whichBrokerWhenConsumeSlowly is None else args.whichBrokerWhenConsumeSlowly
         ),
-        notify_consumer_ids_changed_enable=_java_bool(args.notifyConsumerIdsChanged, True),
+        notify_consumer_ids_changed_enable=java_bool(args.notifyConsumerIdsChanged, True),
     )
 
 
@@ -404,7 +404,7 @@ async def delete_sub_group(admin: MQAdmin, args: Namespace, write: Write) -> Non
     [the retry/DLQ topics deleted (-c)]}``.
     """
     group = args.groupName.strip()
-    remove_offset = _java_bool(args.removeOffset, False)
+    remove_offset = java_bool(args.removeOffset, False)
     text = _text_writer(args, write)
     doc: jr.JsonObject = {"groupName": group, "removeOffset": remove_offset, "deleted": [],
                           "deletedTopics": []}  # fmt: skip

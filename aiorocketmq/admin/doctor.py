@@ -41,6 +41,7 @@ from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.client.errors import MQClientError
 from aiorocketmq.common.constants import MASTER_ID, PERM_WRITE
 from aiorocketmq.common.route import ClusterInfo
+from aiorocketmq.remoting.client import split_address
 
 __all__ = [
     "DoctorFailedError",
@@ -132,11 +133,11 @@ def registry_findings(views: Mapping[str, ClusterInfo]) -> tuple[list[Finding], 
 
 
 def _loopback(address: str) -> bool:
-    host = address.rsplit(":", 1)[0]
     try:
+        host, _port = split_address(address)
         return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
+    except ValueError:  # a host name, or no port
+        return address.split(":", 1)[0] == "localhost"
 
 
 def disk_finding(target: str, runtime: Mapping[str, str], config: Mapping[str, str]) -> Finding:

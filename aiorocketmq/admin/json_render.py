@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 from argparse import Namespace
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -35,7 +34,6 @@ __all__ = [
     "consume_stats_json",
     "consumer_connection_json",
     "dump",
-    "float_or_none",
     "group_summary_json",
     "int_or_none",
     "message_json",
@@ -69,17 +67,6 @@ def int_or_none(text: str | None) -> int | None:
         return int(text)
     except ValueError:
         return None
-
-
-def float_or_none(text: str | None) -> float | None:
-    """The first space-separated number of a broker's text ("12.5 11.0 10.2" -> 12.5)."""
-    if not text:
-        return None
-    try:
-        value = float(text.split(" ")[0])
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
 
 
 def _host(host: tuple[str, int]) -> str:

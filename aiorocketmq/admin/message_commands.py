@@ -39,7 +39,7 @@ from typing import Final
 
 from aiorocketmq.admin import json_render as jr
 from aiorocketmq.admin import message_render as mr
-from aiorocketmq.admin.commands import Command, UsageError, Write
+from aiorocketmq.admin.commands import Command, UsageError, Write, java_bool
 from aiorocketmq.admin.message_admin import MessageAdmin, MessageTrack, RollbackStats
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.client.errors import MQBrokerError, MQClientError
@@ -69,10 +69,6 @@ def _timestamp(text: str, option: str) -> int:
         return mr.parse_timestamp(text)
     except ValueError as exc:
         raise UsageError(f"{option}: {exc}") from exc
-
-
-def _java_bool(text: str | None, default: bool) -> bool:
-    return default if text is None else text.strip().lower() == "true"
 
 
 def _write_file(directory: str, name: str, body: bytes) -> str:
@@ -212,7 +208,7 @@ async def _print_queue(
         write("minOffset=%s, maxOffset=%s, %s\n" % (min_offset, max_offset, mr.mq_text(mq)))
     charset = (args.charsetName or "UTF-8").strip()
     sub = (args.subExpression or "*").strip()
-    print_body = _java_bool(args.printBody, True)
+    print_body = java_bool(args.printBody, True)
     offset = min_offset
     status: str | None = None
     while offset < max_offset:
@@ -296,15 +292,17 @@ def _reset_json(
     return jr.dump(doc)
 
 
-def _force(args: Namespace) -> bool:
-    return True if args.force is None else args.force.strip().lower() == "true"
+def _reset_text(table: dict[MessageQueue, int] | None, rows: list[RollbackStats] | None) -> str:
+    return (
+        mr.reset_offset_text(table) if table is not None else mr.reset_offset_old_text(rows or [])
+    )
 
 
 async def reset_offset_by_time(admin: MQAdmin, args: Namespace, write: Write) -> None:
     """``resetOffsetByTime -g -t -s [-f] [-c]``: through the brokers, else the old way."""
     group, topic, text = args.group.strip(), args.topic.strip(), args.timestamp.strip()
     timestamp = _reset_timestamp(text)
-    force = _force(args)
+    force = java_bool(args.force, True)
     table, rows = result = await _reset(MessageAdmin(admin), args, timestamp, force, args.cplus)
     if jr.wants_json(args):
         write(_reset_json(args, force, result, timestamp=timestamp))
@@ -317,21 +315,17 @@ async def reset_offset_by_time(admin: MQAdmin, args: Namespace, write: Write) ->
         "timestamp(string)[%s], timestamp(long)[%s]\n" % (which, group, topic, force_text, text,
                                                           timestamp)
     )  # fmt: skip
-    write(
-        mr.reset_offset_text(table) if table is not None else mr.reset_offset_old_text(rows or [])
-    )
+    write(_reset_text(table, rows))
 
 
 async def skip_accumulated(admin: MQAdmin, args: Namespace, write: Write) -> None:
     """``skipAccumulatedMessage -g -t [-f]``: every queue to its max offset."""
-    force = _force(args)
+    force = java_bool(args.force, True)
     table, rows = result = await _reset(MessageAdmin(admin), args, -1, force)
     if jr.wants_json(args):
         write(_reset_json(args, force, result))
         return
-    write(
-        mr.reset_offset_text(table) if table is not None else mr.reset_offset_old_text(rows or [])
-    )
+    write(_reset_text(table, rows))
 
 
 MESSAGE_COMMANDS: Final[dict[str, Command]] = {

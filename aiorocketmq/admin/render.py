@@ -17,6 +17,7 @@ Must not: do I/O or talk to servers; every function takes values and returns tex
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -43,6 +44,7 @@ __all__ = [
     "group_summary_row",
     "human_time_ms",
     "java_pretty_json",
+    "leading_float",
     "lines_of",
     "producer_connection_text",
     "subscription_group_text",
@@ -285,12 +287,14 @@ def cluster_base_header() -> str:
     )
 
 
-def _leading_float(text: str | None) -> float | None:
-    """The first space-separated number of a TPS text ("12.5 11.0 10.2")."""
+def leading_float(text: str | None) -> float | None:
+    """The first space-separated number of a broker's text ("12.5 11.0 10.2" -> 12.5);
+    None when absent, not a number, or not finite."""
     try:
-        return float(text.split(" ")[0]) if text is not None else None
+        value = float(text.split(" ")[0]) if text is not None else None
     except ValueError:
         return None
+    return value if value is not None and math.isfinite(value) else None
 
 
 def cluster_base_row(
@@ -308,8 +312,8 @@ def cluster_base_row(
     lacking a key shows ``null`` for it.
     """
     get = (lambda _key: "") if runtime is None else runtime.get
-    tps_in = _leading_float(get("putTps")) or 0.0
-    tps_out = _leading_float(get("getTransferedTps")) or 0.0
+    tps_in = leading_float(get("putTps")) or 0.0
+    tps_out = leading_float(get("getTransferedTps")) or 0.0
     hour = 0.0
     earliest = get("earliestMessageTimeStamp")
     if earliest:

@@ -205,7 +205,7 @@ def _repeats(rows: IntArray, codes: IntArray, key: IntArray) -> bool:
     return bool((ordered[1:] == ordered[:-1]).any())
 
 
-def _last_wins(rows: IntArray, codes: IntArray, n: int) -> tuple[IntArray, IntArray]:
+def _last_wins(rows: IntArray, codes: IntArray) -> tuple[IntArray, IntArray]:
     """Java's ``HashMap.put`` over each row's pairs in order: which pairs stay (a name's
     first place) and which pair's value each keeps (its last)."""
     key = rows * (int(codes.max(initial=0)) + 1) + codes
@@ -239,7 +239,7 @@ def properties_columns(props: pa.Array) -> dict[str, pa.Array]:
     values = _slices(data, first_one + 1, ends - first_one - 1).view(pa.string())
     encoded = names.dictionary_encode()
     codes = np.asarray(encoded.indices, np.int64)
-    keep, value_at = _last_wins(rows, codes, n)
+    keep, value_at = _last_wins(rows, codes)
     if len(keep) != len(rows):
         names, codes, rows = names.take(pa.array(keep)), codes[keep], rows[keep]
         values = values.take(pa.array(value_at))
