@@ -4,7 +4,8 @@ Owns: ``BrokerAdminAPI``, the admin side of Java's ``MQClientAPIImpl`` 4.9.8
 (createTopic, deleteTopicInBroker, getAllTopicConfig, createSubscriptionGroup,
 deleteSubscriptionGroup, getAllSubscriptionGroup, getBrokerRuntimeInfo,
 getTopicStatsInfo, getConsumeStats, getConsumerConnectionList,
-getProducerConnectionList, queryTopicConsumeByWho), plus the wire pieces this
+getProducerConnectionList, queryTopicConsumeByWho) and our
+GET_CONSUMER_OFFSET_HISTORY, plus the wire pieces this
 package cannot import from ``broker`` (whose processors parse them):
 QUERY_TOPIC_CONSUME_BY_WHO's header and its ``GroupList`` body,
 INVOKE_BROKER_TO_RESET_OFFSET's header and its ``ResetOffsetBody`` reply.
@@ -30,6 +31,7 @@ from aiorocketmq.common.admin_bodies import (
     TopicStatsTable,
 )
 from aiorocketmq.common.errors import RemoteProtocolError
+from aiorocketmq.common.offset_history import HistoryReply
 from aiorocketmq.common.protocol_bodies import ConsumerConnection, ProducerConnection
 from aiorocketmq.common.route import KVTable
 from aiorocketmq.common.running_info import ConsumerRunningInfo
@@ -40,6 +42,7 @@ from aiorocketmq.remoting.broker_admin_headers import (
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumerOffsetHistoryRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
@@ -280,4 +283,18 @@ class BrokerAdminAPI:
         fields = GetProducerConnectionListRequestHeader(group).to_ext_fields()
         return await self._decoded(
             address, RequestCode.GET_PRODUCER_CONNECTION_LIST, ProducerConnection.decode, fields
+        )
+
+    async def get_consumer_offset_history(
+        self, address: str, header: GetConsumerOffsetHistoryRequestHeader
+    ) -> HistoryReply:
+        """GET_CONSUMER_OFFSET_HISTORY (ours): the broker's lag series of a group.
+
+        A RocketMQ broker answers REQUEST_CODE_NOT_SUPPORTED (an ``MQBrokerError``).
+        """
+        return await self._decoded(
+            address,
+            RequestCode.GET_CONSUMER_OFFSET_HISTORY,
+            HistoryReply.decode,
+            header.to_ext_fields(),
         )

@@ -5,19 +5,14 @@ keys accepted, ``.bak`` when the file is missing or torn), ``queue_max_offsets``
 end of every ``consumequeue/<topic>/<queueId>``), ``consumer_lag`` (their join) and
 ``offset_history`` (``config/consumerOffsetHistory.jsonl``, see below).
 
-History file (written by ``aiorocketmq.broker.offset_history``; one JSON object a
-line, appended once per interval, ``.1`` is the previous file after a rotation)::
-
-    {"timestamp":1700000000000,"offsetTable":{"TopicA@group_a":{"0":12,"1":9}}}
-
-The last line may be torn by a crash: it is skipped and counted, never fatal.
+History: ``config/consumerOffsetHistory.jsonl`` and its ``.1``, in the format of
+``aiorocketmq.common.offset_history`` (a torn last line is skipped and counted).
 
 Must not: write anything, import pyspark (rows are plain dicts; callers build frames).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +22,7 @@ import numpy as np
 
 from aiorocketmq.common import fastjson
 from aiorocketmq.common.errors import RemoteProtocolError
+from aiorocketmq.common.offset_history import HISTORY_FILE, parse_offset_table, read_snapshots
 
 __all__ = [
     "CQ_UNIT_SIZE",
@@ -39,25 +35,9 @@ __all__ = [
 ]
 
 CQ_UNIT_SIZE: Final = 20
-HISTORY_FILE: Final = "consumerOffsetHistory.jsonl"
 _CQ_UNIT: Final = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tags", ">i8")])
 
 Row = dict[str, Any]
-
-
-def _parse_offset_table(doc: object, what: str) -> dict[tuple[str, str], dict[int, int]]:
-    table = fastjson.as_dict(fastjson.as_dict(doc, what).get("offsetTable") or {}, what)
-    result: dict[tuple[str, str], dict[int, int]] = {}
-    for key, queues in table.items():
-        parts = key.split("@")
-        if len(parts) != 2:  # as Java's ConsumerOffsetManager: other keys are skipped
-            continue
-        try:
-            entries = {int(q): int(v) for q, v in fastjson.as_dict(queues or {}, key).items()}
-        except (TypeError, ValueError):
-            raise RemoteProtocolError(f"{what}: {key} has a non-integer entry") from None
-        result[(parts[0], parts[1])] = entries
-    return result
 
 
 def committed_offsets(store_root: str | Path, broker: str) -> list[Row]:
@@ -70,7 +50,7 @@ def committed_offsets(store_root: str | Path, broker: str) -> list[Row]:
     for name in ("consumerOffset.json", "consumerOffset.json.bak"):
         path = config / name
         try:
-            table = _parse_offset_table(fastjson.loads(path.read_bytes()), str(path))
+            table = parse_offset_table(fastjson.loads(path.read_bytes()), str(path))
         except (FileNotFoundError, RemoteProtocolError):
             continue
         return [
@@ -144,27 +124,13 @@ class OffsetHistory:
 
 def offset_history(store_root: str | Path, broker: str) -> OffsetHistory:
     """Rows ``broker, timestamp, topic, group, queueId, offset`` from the history files."""
-    config = Path(store_root) / "config"
-    history = OffsetHistory()
-    for path in (config / f"{HISTORY_FILE}.1", config / HISTORY_FILE):
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            continue
-        for line in data.splitlines():
-            if not line.strip():
-                continue
-            try:
-                doc = fastjson.loads(line)
-                stamp = int(fastjson.as_dict(doc, str(path))["timestamp"])
-                table = _parse_offset_table(doc, str(path))
-            except (RemoteProtocolError, KeyError, TypeError, ValueError, json.JSONDecodeError):
-                history.bad_lines += 1  # a torn last line after a crash
-                continue
-            history.rows.extend(
-                {"broker": broker, "timestamp": stamp, "topic": t, "group": g,
-                 "queueId": q, "offset": o}
-                for (t, g), queues in table.items()
-                for q, o in queues.items()
-            )  # fmt: skip
+    snapshots, bad = read_snapshots(Path(store_root) / "config")
+    history = OffsetHistory(bad_lines=bad)
+    for snap in snapshots:
+        history.rows.extend(
+            {"broker": broker, "timestamp": snap.timestamp, "topic": t, "group": g,
+             "queueId": q, "offset": o}
+            for (t, g), queues in snap.offsets.items()
+            for q, o in queues.items()
+        )  # fmt: skip
     return history

@@ -141,7 +141,9 @@ class BrokerConfig(BaseModel):
         5_000, ge=1, description="Period of consumerOffset.json persistence (ms)."
     )
     flush_consumer_offset_history_interval: int = _f(
-        60_000, "Period of config/consumerOffsetHistory.jsonl snapshots (ms; unused by 4.9.8)."
+        60_000,
+        "Period of config/consumerOffsetHistory.jsonl snapshots (ms; <= 0 turns the history "
+        "and mqadmin lag's history off; unused by 4.9.8).",
     )
     reject_transaction_message: bool = _f(False, "Refuse transaction messages.", important=True)
     fetch_namesrv_addr_by_address_server: bool = _f(

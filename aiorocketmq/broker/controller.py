@@ -55,6 +55,7 @@ from aiorocketmq.broker.processors.client_manage import (
 from aiorocketmq.broker.processors.consumer_manage import ConsumerManageProcessor
 from aiorocketmq.broker.processors.consumer_relay import ConsumerRelayProcessor
 from aiorocketmq.broker.processors.end_transaction import EndTransactionProcessor
+from aiorocketmq.broker.processors.offset_history import OffsetHistoryProcessor
 from aiorocketmq.broker.processors.pull import PullProcessor
 from aiorocketmq.broker.processors.query import QueryProcessor
 from aiorocketmq.broker.processors.reset_offset import ResetOffsetProcessor
@@ -164,6 +165,7 @@ class BrokerController(Service):
             self._executor,
             self.clock,
             interval_ms=cfg.flush_consumer_offset_history_interval,
+            max_offset=self.ctx.store.get_max_offset_in_queue,
         )
         self.offset_flush = ConsumerOffsetFlushService(
             self.ctx.offsets, cfg.flush_consumer_offset_interval
@@ -233,6 +235,8 @@ class BrokerController(Service):
         ResetOffsetProcessor(self.ctx, self.server.invoke_oneway).register(self.table)
         ConsumerRelayProcessor(self.ctx, self.server.invoke).register(self.table)
         AclAdminProcessor(self.ctx, self.acl).register(self.table)
+        if self.offset_history.enabled:  # else a RocketMQ broker's answer: not supported
+            OffsetHistoryProcessor(self.ctx, self.offset_history).register(self.table)
         # mqbroker sets broker_config.config_path to its -c file (updates are persisted).
         self.broker_config = BrokerConfigProcessor(self.ctx, self.settings)
         self.broker_config.register(self.table)

@@ -62,6 +62,7 @@ from aiorocketmq.admin.consume_commands import CONSUME_COMMANDS
 from aiorocketmq.admin.credentials import ROCKETMQ_HOME_ENV, tools_credentials
 from aiorocketmq.admin.doctor import doctor
 from aiorocketmq.admin.ha_status import ha_status
+from aiorocketmq.admin.lag import DEFAULT_POINTS, DEFAULT_SINCE, lag
 from aiorocketmq.admin.message_commands import MESSAGE_COMMANDS
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.admin.send_commands import SEND_COMMANDS
@@ -75,7 +76,7 @@ EXIT_USAGE: Final = 2
 NAMESRV_ADDR_ENV: Final = "NAMESRV_ADDR"
 WATCHABLE: Final = (
     "topicList", "topicRoute", "topicStatus", "topicClusterList", "brokerStatus", "haStatus",
-    "getBrokerConfig", "consumerProgress", "consumerConnection", "producerConnection",
+    "getBrokerConfig", "consumerProgress", "consumerConnection", "producerConnection", "lag",
 )  # fmt: skip
 """Read-only commands that take ``-i``/``--watch SECONDS`` (clusterList has Java's own ``-i``)."""
 NO_JSON: Final = ("dashboard",)
@@ -425,6 +426,25 @@ def _doctor_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
 
 
+def _lag_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "lag",
+        parents=[_common_parent()],
+        help="A consumer group's lag now and over time, with a trend (aiorocketmq)",
+    )
+    _add(p, "g", "groupName", "consumer group name", required=True)
+    _add(p, "t", "topic", "only this topic")
+    _add(
+        p, "s", "since",
+        f"history start: 30m, 6h, 2d, or a timestamp (millis or yyyy-MM-dd#HH:mm:ss:SSS); "
+        f"default {DEFAULT_SINCE}",
+    )  # fmt: skip
+    _add(
+        p, "p", "points", f"at most this many snapshots per broker (default {DEFAULT_POINTS})",
+        kind=java_int,
+    )  # fmt: skip
+
+
 def _dashboard_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "dashboard", parents=[_common_parent()], help="Serve the web dashboard (aiorocketmq)"
@@ -470,6 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
     _consume_commands(sub)
     _acl_commands(sub)
     _doctor_command(sub)
+    _lag_command(sub)
     _dashboard_command(sub)
     for name, command in sub.choices.items():
         if name not in NO_JSON:
@@ -512,6 +533,7 @@ async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
         **ACL_COMMANDS,
         "haStatus": ha_status,
         "doctor": doctor,
+        "lag": lag,
         "dashboard": dashboard,
     }[args.command]
     try:

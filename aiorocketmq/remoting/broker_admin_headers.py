@@ -21,6 +21,7 @@ from aiorocketmq.remoting.headers import (
     ext_int,
     ext_long,
     ext_opt_int,
+    ext_opt_long,
     ext_opt_str,
     ext_str,
     to_ext_fields,
@@ -34,6 +35,7 @@ __all__ = [
     "EndTransactionRequestHeader",
     "GetConsumeStatsRequestHeader",
     "GetConsumerConnectionListRequestHeader",
+    "GetConsumerOffsetHistoryRequestHeader",
     "GetConsumerRunningInfoRequestHeader",
     "GetProducerConnectionListRequestHeader",
     "GetTopicStatsInfoRequestHeader",
@@ -315,6 +317,42 @@ class GetConsumeStatsRequestHeader:
     def to_ext_fields(self) -> dict[str, str]:
         """The extFields strings."""
         return to_ext_fields(consumerGroup=self.consumer_group, topic=self.topic)
+
+
+@dataclass(slots=True, frozen=True)
+class GetConsumerOffsetHistoryRequestHeader:
+    """GET_CONSUMER_OFFSET_HISTORY (7001, ours): a group's lag over a time range.
+
+    No ``topic`` means every topic of the group; ``maxPoints`` keeps the newest
+    snapshots (0: the broker's cap).
+    """
+
+    consumer_group: str
+    topic: str | None = None
+    begin_timestamp: int = 0
+    end_timestamp: int | None = None
+    max_points: int = 0
+
+    @classmethod
+    def from_ext_fields(cls, f: Fields) -> GetConsumerOffsetHistoryRequestHeader:
+        """Parse; raises ``HeaderFieldError``."""
+        return cls(
+            ext_str(f, "consumerGroup"),
+            ext_opt_str(f, "topic"),
+            ext_long(f, "beginTimestamp", 0),
+            ext_opt_long(f, "endTimestamp"),
+            ext_int(f, "maxPoints", 0),
+        )
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """The extFields strings."""
+        return to_ext_fields(
+            consumerGroup=self.consumer_group,
+            topic=self.topic,
+            beginTimestamp=self.begin_timestamp,
+            endTimestamp=self.end_timestamp,
+            maxPoints=self.max_points,
+        )
 
 
 @dataclass(slots=True, frozen=True)

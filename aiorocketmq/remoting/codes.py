@@ -123,6 +123,11 @@ class RequestCode(IntEnum):
     GET_SUBSCRIPTIONGROUP_CONFIG = 352
     LITE_PULL_MESSAGE = 361
 
+    # Ours, not RocketMQ's: 7000-7999 is unused by every RocketMQ release (5.3's
+    # codes stop at 3010 below the 200050 pop range), and a Java broker answers
+    # REQUEST_CODE_NOT_SUPPORTED, which our tools report as "not offered".
+    GET_CONSUMER_OFFSET_HISTORY = 7001
+
 
 class ResponseCode(IntEnum):
     """Response codes (``ResponseCode`` plus ``RemotingSysResponseCode``)."""

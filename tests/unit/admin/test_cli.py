@@ -138,6 +138,6 @@ def _required(name: str) -> list[str]:
     """The least each watchable command needs to parse."""
     return {
         "topicRoute": ["-t", "T"], "topicStatus": ["-t", "T"], "topicClusterList": ["-t", "T"],
-        "haStatus": ["-c", "C"], "consumerConnection": ["-g", "G"],
+        "haStatus": ["-c", "C"], "consumerConnection": ["-g", "G"], "lag": ["-g", "G"],
         "producerConnection": ["-g", "G", "-t", "T"],
     }.get(name, [])  # fmt: skip

@@ -106,3 +106,36 @@ async def test_a_write_error_is_logged_not_fatal(
     await service.snapshot()
     assert service.snapshots == 0
     assert blocker.read_text() == "a file where the directory should be"
+
+
+async def test_snapshots_record_each_committed_queue_end(
+    tmp_path: Path, executor: BlockingExecutor
+) -> None:
+    offsets = ConsumerOffsetManager(tmp_path / "consumerOffset.json", executor)
+    offsets.commit_offset("c", "g", "T", 0, 5)
+    offsets.commit_offset("c", "g", "T", 2, 1)
+    offsets.commit_offset("c", "h", "T", 0, 7)
+    ends = {("T", 0): 9, ("T", 2): 4}
+    asked: list[tuple[str, int]] = []
+
+    def max_offset(topic: str, queue_id: int) -> int:
+        asked.append((topic, queue_id))
+        return ends[(topic, queue_id)]
+
+    path = tmp_path / "config" / HISTORY_FILE
+    service = OffsetHistoryService(offsets, path, executor, max_offset=max_offset)
+    await service.snapshot()
+    doc = json.loads(path.read_bytes())
+    assert doc["maxOffsetTable"] == {"T": {"0": 9, "2": 4}}
+    assert sorted(asked) == [("T", 0), ("T", 2)]  # once per queue, not per group
+
+
+async def test_a_non_positive_interval_turns_the_history_off(
+    tmp_path: Path, executor: BlockingExecutor
+) -> None:
+    offsets = ConsumerOffsetManager(tmp_path / "consumerOffset.json", executor)
+    service = OffsetHistoryService(offsets, tmp_path / HISTORY_FILE, executor, interval_ms=0)
+    assert not service.enabled
+    await service.start()  # used to raise: periodic() refuses a zero interval
+    await service.shutdown()
+    assert not (tmp_path / HISTORY_FILE).exists()

@@ -367,8 +367,13 @@ async def test_immune_half_message_is_checked_only_after_its_immunity(tmp_path: 
         )
         await wait_until(lambda: producer.checks, timeout=10, what="the check after immunity")
         checked_at_ms = now_ms()
-        await wait_until(lambda: len(real(store)) == 1, timeout=10, what="the commit")
+        await wait_until(lambda: len(real(store)) >= 1, timeout=10, what="the commit")
         await more_rounds(svc)
         assert checked_at_ms - born_ms >= 1000
-        assert len(producer.checks) == 1
-        assert [m.body for m in real(store)] == [b"immune"]
+        # A round 20 ms later may check again while the commit is still on its way
+        # (Java's rule too: no op message yet), and each COMMIT answer then stores the
+        # message (at least once, as RocketMQ). Once a commit has landed, checks stop.
+        settled = len(producer.checks)
+        await more_rounds(svc)
+        assert len(producer.checks) == settled
+        assert [m.body for m in real(store)] == [b"immune"] * settled
