@@ -3,7 +3,8 @@
 Owns: ``TpsHistory``, a ring buffer of (time, {series: value}) samples kept by the
 dashboard's sampler task (put and get TPS per broker node), and ``tps_svg``, which
 renders that history as an SVG line chart: axes, tick labels, one polyline per
-series and a legend. Pure: no I/O, no event loop, so unit tests feed it numbers.
+series and a legend; ``lag_svg`` draws a group's lag history the same way. Pure:
+no I/O, no event loop, so unit tests feed it numbers.
 
 Must not: fetch anything (the server's sampler does) or emit script or external
 references (the page works offline and without JavaScript).
@@ -13,11 +14,11 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from html import escape
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["PALETTE", "TpsHistory", "tps_svg"]
+__all__ = ["PALETTE", "TpsHistory", "lag_svg", "tps_svg"]
 
 PALETTE: Final = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
 """Series colours, cycled."""
@@ -78,7 +79,7 @@ def _ago(seconds: float, span_s: float) -> str:
     return f"-{seconds:.0f}s"
 
 
-def _axes(y_max: float, span_s: float) -> list[str]:
+def _axes(y_max: float, span_s: float, unit: str) -> list[str]:
     plot_w, plot_h = _W - _LEFT - _RIGHT, _H - _TOP - _BOTTOM
     parts = [
         f'<line x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{_TOP + plot_h}" stroke="#444"/>',
@@ -100,13 +101,19 @@ def _axes(y_max: float, span_s: float) -> list[str]:
         )
     parts.append(
         f'<text x="14" y="{_TOP + plot_h / 2:.0f}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {_TOP + plot_h / 2:.0f})">msgs/s</text>'
+        f'transform="rotate(-90 14 {_TOP + plot_h / 2:.0f})">{escape(unit)}</text>'
     )
     return parts
 
 
-def tps_svg(history: TpsHistory, title: str = "Throughput (TPS)") -> str:
-    """The history as an inline ``<svg>``; a "waiting for samples" note under 2 samples."""
+def tps_svg(
+    history: TpsHistory,
+    title: str = "Throughput (TPS)",
+    *,
+    unit: str = "msgs/s",
+    empty: str = "waiting for samples...",
+) -> str:
+    """The history as an inline ``<svg>``; the ``empty`` note under 2 samples."""
     samples = history.samples()
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{_W}" height="{_H}" '
@@ -115,15 +122,14 @@ def tps_svg(history: TpsHistory, title: str = "Throughput (TPS)") -> str:
     )
     if len(samples) < 2:
         return head + (
-            f'<text x="{_W / 2}" y="{_H / 2}" text-anchor="middle">'
-            "waiting for samples...</text></svg>"
+            f'<text x="{_W / 2}" y="{_H / 2}" text-anchor="middle">{escape(empty)}</text></svg>'
         )
     t0, t1 = samples[0][0], samples[-1][0]
     span = max(t1 - t0, 1e-9)
     names = history.series()
     y_max = _nice_max(max((v for _, vals in samples for v in vals.values()), default=0.0))
     plot_w, plot_h = _W - _LEFT - _RIGHT, _H - _TOP - _BOTTOM
-    parts = [head, *_axes(y_max, t1 - t0)]
+    parts = [head, *_axes(y_max, t1 - t0, unit)]
     for i, name in enumerate(names):
         colour = PALETTE[i % len(PALETTE)]
         points = " ".join(
@@ -144,3 +150,20 @@ def tps_svg(history: TpsHistory, title: str = "Throughput (TPS)") -> str:
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def lag_svg(points: Iterable[Mapping[str, Any]]) -> str:
+    """A group's lag over time, one line per topic, from ``{"timestamp", "topic",
+    "diff"}`` points (the group page's ``lagHistory``)."""
+    samples: dict[int, dict[str, float]] = {}
+    for p in points:
+        samples.setdefault(int(p["timestamp"]), {})[str(p["topic"])] = float(p["diff"])
+    history = TpsHistory(capacity=max(2, len(samples)))
+    for stamp in sorted(samples):
+        history.add(samples[stamp], at=stamp / 1000)
+    return tps_svg(
+        history,
+        "Lag over time (messages)",
+        unit="messages",
+        empty="no offset history yet (brokers snapshot it every minute)",
+    )

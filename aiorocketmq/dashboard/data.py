@@ -22,6 +22,7 @@ from collections.abc import Awaitable
 from typing import Any, Final, TypeVar
 
 from aiorocketmq.admin.ha_status import ha_rows
+from aiorocketmq.admin.lag import fetch_series, merge_series
 from aiorocketmq.admin.message_admin import MessageAdmin
 from aiorocketmq.admin.mq_admin import MQAdmin, MQAdminError
 from aiorocketmq.client.errors import MQClientError, NoRouteError
@@ -47,9 +48,12 @@ __all__ = [
 ]
 
 BODY_PREVIEW_CHARS: Final = 512
+"""How much of a body a message page shows (decoded as UTF-8, errors replaced)."""
 #: How long the group page waits for one client's running info.
 RUNNING_INFO_TIMEOUT_S: Final = 3.0
-"""How much of a body a message page shows (decoded as UTF-8, errors replaced)."""
+#: The group page's lag chart: the last hour, at most 60 snapshots per broker.
+LAG_HISTORY_MS: Final = 3_600_000
+LAG_HISTORY_POINTS: Final = 60
 
 _REPLY_TOPIC_POSTFIX: Final = "_REPLY_TOPIC"
 """``MixAll.REPLY_TOPIC_POSTFIX``: a cluster's request-reply topic ends with it."""
@@ -323,7 +327,19 @@ async def group_detail(admin: MQAdmin, group: str) -> dict[str, Any]:
         "consumeTps": round(stats.consume_tps, 2),
         "clients": clients,
         "queues": queues,
+        "lagHistory": await _lag_history(admin, group),
     }
+
+
+async def _lag_history(admin: MQAdmin, group: str) -> list[dict[str, Any]]:
+    """The last hour of ``mqadmin lag``'s merged series (empty when it cannot be had:
+    the page still shows the live table)."""
+    begin_ms = int(time.time() * 1000) - LAG_HISTORY_MS
+    series = await _or_none(fetch_series(admin, group, None, begin_ms, LAG_HISTORY_POINTS))
+    return [
+        {"timestamp": p.timestamp, "topic": p.topic, "diff": p.diff}
+        for p in merge_series(series or [])
+    ]
 
 
 def message_dict(msg: MessageExt) -> dict[str, Any]:

@@ -186,8 +186,9 @@ def groups_page(view: dict[str, Any]) -> str:
     return frame("Consumer groups", "groups", body)
 
 
-def group_page(view: dict[str, Any]) -> str:
-    """One group's queues: broker offset, consumer offset, lag, client."""
+def group_page(view: dict[str, Any], lag_chart_svg: str = "") -> str:
+    """One group's queues (broker offset, consumer offset, lag, client) and its lag
+    over time (``chart.lag_svg``)."""
     rows = [
         f'<tr class="queue" data-broker="{escape(q["brokerName"])}" data-queue="{q["queueId"]}">'
         + _cell(q["topic"])
@@ -207,6 +208,11 @@ def group_page(view: dict[str, Any]) -> str:
             ("Topic", "Broker", "Queue", "Broker offset", "Consumer offset", "Lag", "Clients"),
             rows,
             "queues",
+        )
+        + (
+            f'<h2>Lag over time</h2><div id="lag-chart">{lag_chart_svg}</div>'
+            if lag_chart_svg
+            else ""
         )
     )
     return frame(f"Consumer group {view['group']}", "groups", body)

@@ -27,7 +27,7 @@ from aiorocketmq.admin.commands import UsageError, Write
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.client.errors import MQClientError
 from aiorocketmq.dashboard import data, pages
-from aiorocketmq.dashboard.chart import TpsHistory, tps_svg
+from aiorocketmq.dashboard.chart import TpsHistory, lag_svg, tps_svg
 
 __all__ = ["DEFAULT_PORT", "DashboardServer", "dashboard"]
 
@@ -211,7 +211,7 @@ class DashboardServer:
 
     async def _group(self, query: Query) -> tuple[Any, str]:
         view = await data.group_detail(self.admin, _required(query, "group"))
-        return view, pages.group_page(view)
+        return view, pages.group_page(view, lag_svg(view["lagHistory"]))
 
     async def _messages(self, query: Query) -> tuple[Any, str]:
         topic, key, msg_id = (query.get(k, "").strip() for k in ("topic", "key", "msgId"))

@@ -133,6 +133,12 @@ async def check_group(page: Any, url: str, consumed: int) -> None:
     offsets = await page.locator('td[data-field="consumerOffset"]').all_inner_texts()
     assert [int(o) for o in offsets] == [PER_QUEUE_CONSUMED] * 4
     assert "dash-c" in await text(page, 'tr.queue td[data-field="client"] >> nth=0')
+    # The lag chart: the broker's offset history (a snapshot every 300 ms here) and now.
+    assert await page.locator(f'#lag-chart polyline[data-series="{TOPIC}"]').count() == 1
+    reply = await page.goto(url + f"api/group?group={GROUP}")
+    history = [p for p in json.loads(await reply.text())["lagHistory"] if p["topic"] == TOPIC]
+    assert len(history) >= 2
+    assert {p["diff"] for p in history} == {MESSAGES - consumed}
 
 
 async def check_messages(page: Any, url: str, sent: list[SendResult]) -> None:
@@ -179,7 +185,9 @@ async def test_dashboard_pages_show_the_brokers_numbers(
     assert shutil.which(CHROMIUM), f"{CHROMIUM} is missing: apt-get install chromium"
 
     _ns, namesrv = await start_namesrv(start_process, tmp_path)
-    broker = await start_broker(start_process, tmp_path, namesrv, "broker-a")
+    broker = await start_broker(
+        start_process, tmp_path, namesrv, "broker-a", flushConsumerOffsetHistoryInterval=300
+    )
     await create_topic(broker.addr, TOPIC)
     await wait_route(namesrv, TOPIC, timeout=20)
     sent = await produce(namesrv)

@@ -13,7 +13,7 @@ import pytest
 
 from aiorocketmq.common.message import MessageExt
 from aiorocketmq.dashboard import pages
-from aiorocketmq.dashboard.chart import TpsHistory, tps_svg
+from aiorocketmq.dashboard.chart import TpsHistory, lag_svg, tps_svg
 from aiorocketmq.dashboard.data import message_dict, tps_of
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -122,3 +122,25 @@ def test_message_dict_previews_the_body_and_lists_properties() -> None:
     assert view["storeHost"] == "127.0.0.1:10911"
     html = pages.messages_page({"messages": [view]}, "T", "k1")
     assert 'id="found">1 message(s)' in html and "KEYS" in html
+
+
+def test_lag_chart_draws_one_line_per_topic() -> None:
+    points = [
+        {"timestamp": 1_000_000, "topic": "A", "diff": 0},
+        {"timestamp": 1_000_000, "topic": "B", "diff": 5},
+        {"timestamp": 1_060_000, "topic": "A", "diff": 40},
+        {"timestamp": 1_061_000, "topic": "B", "diff": 2},
+    ]
+    root = ET.fromstring(lag_svg(points))
+    lines = {p.get("data-series"): p.get("points", "").split() for p in root.iter(f"{SVG}polyline")}
+    assert sorted(lines) == ["A", "B"] and all(len(xy) == 2 for xy in lines.values())
+    labels = [t.text for t in root.iter(f"{SVG}text")]
+    assert "messages" in labels and "50" in labels  # y axis: 40 rounds up to 50
+    assert "no offset history" in lag_svg(points[:1])  # one moment is no line
+
+
+def test_group_page_shows_the_lag_chart_when_given() -> None:
+    view = {"group": "g", "lag": 3, "consumeTps": 0.0, "clients": "", "queues": []}
+    assert 'id="lag-chart"' not in pages.group_page(view)
+    page = pages.group_page(view, lag_svg([]))
+    assert '<div id="lag-chart"><svg' in page and "no offset history" in page
