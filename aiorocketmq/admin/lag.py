@@ -18,6 +18,7 @@ queues with a committed offset count, as in consumerProgress).
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from argparse import Namespace
@@ -119,22 +120,25 @@ async def fetch_series(
     """
     route = await admin.examine_topic_route(RETRY_GROUP_TOPIC_PREFIX + group)
     header = GetConsumerOffsetHistoryRequestHeader(group, topic, begin_ms, None, max_points)
-    out: list[BrokerSeries] = []
-    for broker in sorted(route.broker_datas, key=lambda b: b.broker_name):
-        address = select_broker_addr(broker)
-        if address is None:
-            continue
+
+    async def one(broker_name: str, address: str) -> BrokerSeries:
         try:
             reply = await admin.broker.get_consumer_offset_history(address, header)
         except MQBrokerError as exc:
             if exc.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
                 raise
-            out.append(await _live_only(admin, broker.broker_name, address, group, topic))
-            continue
-        out.append(
-            BrokerSeries(reply.broker_name, address, reply.interval, reply.points, reply.bad_lines)
+            return await _live_only(admin, broker_name, address, group, topic)
+        return BrokerSeries(
+            reply.broker_name, address, reply.interval, reply.points, reply.bad_lines
         )
-    return out
+
+    targets = [
+        (broker.broker_name, address)
+        for broker in sorted(route.broker_datas, key=lambda b: b.broker_name)
+        if (address := select_broker_addr(broker)) is not None
+    ]
+    # Concurrently: a file read per broker; the first failure is the command's.
+    return list(await asyncio.gather(*(one(name, address) for name, address in targets)))
 
 
 def merge_series(series: Sequence[BrokerSeries]) -> list[LagPoint]:
