@@ -241,6 +241,7 @@ def lag_json(group: str, begin_ms: int, series: Sequence[BrokerSeries]) -> jr.Js
                 "interval": s.interval,
                 "history": s.note is None,
                 "badLines": s.bad_lines,
+                "points": len(s.points),
                 "note": s.note,
             }
             for s in series

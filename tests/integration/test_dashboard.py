@@ -137,8 +137,9 @@ async def check_group(page: Any, url: str, consumed: int) -> None:
     assert await page.locator(f'#lag-chart polyline[data-series="{TOPIC}"]').count() == 1
     reply = await page.goto(url + f"api/group?group={GROUP}")
     history = [p for p in json.loads(await reply.text())["lagHistory"] if p["topic"] == TOPIC]
-    assert len(history) >= 2
-    assert {p["diff"] for p in history} == {MESSAGES - consumed}
+    # (a snapshot between the per-queue commits counts the committed queues only)
+    assert len(history) >= 2 and history[-1]["diff"] == MESSAGES - consumed
+    assert all(0 <= p["diff"] <= MESSAGES - consumed for p in history)
 
 
 async def check_messages(page: Any, url: str, sent: list[SendResult]) -> None:

@@ -115,6 +115,7 @@ async def test_lag_history_over_two_brokers(
     brokers = {x["brokerName"]: x for x in doc["brokers"]}
     assert (brokers["broker-a"]["brokerAddr"], brokers["broker-a"]["history"]) == (a.addr, True)
     assert brokers["broker-a"]["interval"] == 200 and brokers["broker-a"]["badLines"] == 0
+    assert brokers["broker-a"]["points"] >= 2 and brokers["broker-b"]["points"] == 1
     assert (brokers["broker-b"]["brokerAddr"], brokers["broker-b"]["history"]) == (b.addr, False)
     assert "live lag only" in brokers["broker-b"]["note"]
     assert doc["topics"] == [{"topic": TOPIC, "diff": 9, "min": 0, "max": 9}]
@@ -125,7 +126,8 @@ async def test_lag_history_over_two_brokers(
 
     # At most -p snapshots from broker-a; the series still ends at the live lag.
     thin = await lag_doc("-t", TOPIC, "-p", "2")
-    assert 1 <= len(thin["series"]) <= 2 and thin["series"][-1]["diff"] == 9
+    assert [x["points"] for x in thin["brokers"]] == [2, 1]  # a recorded one and now; now
+    assert thin["series"][-1]["diff"] == 9
 
     # The table: the brokers, the topic's row with its trend, then the series.
     code, text, err = await mqadmin(
@@ -137,7 +139,8 @@ async def test_lag_history_over_two_brokers(
     assert f"Broker: broker-b {b.addr} (no offset history on this broker" in text
     [row] = [line.split() for line in text.splitlines() if line.startswith(f"{TOPIC} ")]
     assert row[:4] == [TOPIC, "9", "0", "9"]
-    assert row[4][0] == "▁" and row[4][-1] == "█"
+    # (the first recorded points may catch the consumer half-way: lag 0 is somewhere)
+    assert "▁" in row[4] and row[4][-1] == "█"
     # (a later run than the JSON one: broker-a has recorded more since)
     series_rows = [line.split() for line in text.splitlines() if f"  {TOPIC}  " in line]
     assert len(series_rows) >= len(doc["series"]) - 1 and series_rows[-1][-3:] == ["21", "12", "9"]

@@ -95,10 +95,11 @@ def test_text_and_json_tell_the_same_story() -> None:
     doc = json.loads(jr.dump(lag_json("g", NOW - 3_600_000, [a, java])))
     assert doc["group"] == "g" and doc["since"] == NOW - 3_600_000
     assert [
-        (b["brokerName"], b["history"], b["interval"], b["badLines"]) for b in doc["brokers"]
+        (b["brokerName"], b["history"], b["interval"], b["badLines"], b["points"])
+        for b in doc["brokers"]
     ] == [
-        ("broker-a", True, 60_000, 1),
-        ("broker-b", False, 0, 0),
+        ("broker-a", True, 60_000, 1, 2),
+        ("broker-b", False, 0, 0, 1),
     ]
     assert doc["topics"] == [{"topic": "T", "diff": 30, "min": 0, "max": 30}]
     assert doc["series"][-1] == {
