@@ -58,14 +58,24 @@ from typing import Final
 from aiorocketmq.admin.acl_commands import ACL_COMMANDS
 from aiorocketmq.admin.broker_commands import BROKER_COMMANDS
 from aiorocketmq.admin.commands import COMMANDS, UsageError
+from aiorocketmq.admin.config_commands import CONFIG_COMMANDS
 from aiorocketmq.admin.consume_commands import CONSUME_COMMANDS
 from aiorocketmq.admin.credentials import ROCKETMQ_HOME_ENV, tools_credentials
 from aiorocketmq.admin.doctor import doctor
 from aiorocketmq.admin.ha_status import ha_status
-from aiorocketmq.admin.lag import DEFAULT_POINTS, DEFAULT_SINCE, lag
+from aiorocketmq.admin.lag import lag
 from aiorocketmq.admin.message_commands import MESSAGE_COMMANDS
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.admin.send_commands import SEND_COMMANDS
+from aiorocketmq.cli.admin_options import (
+    NAMESRV_ADDR_ENV,
+    add_config_commands,
+    add_lag_command,
+    java_int,
+    java_long,
+)
+from aiorocketmq.cli.admin_options import add_option as _add
+from aiorocketmq.cli.admin_options import common_parent as _common_parent
 from aiorocketmq.common.errors import RocketMQError
 from aiorocketmq.dashboard.server import DEFAULT_PORT, dashboard
 
@@ -73,55 +83,14 @@ __all__ = ["build_parser", "main"]
 
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
-NAMESRV_ADDR_ENV: Final = "NAMESRV_ADDR"
 WATCHABLE: Final = (
     "topicList", "topicRoute", "topicStatus", "topicClusterList", "brokerStatus", "haStatus",
     "getBrokerConfig", "consumerProgress", "consumerConnection", "producerConnection", "lag",
+    "getNamesrvConfig",
 )  # fmt: skip
 """Read-only commands that take ``-i``/``--watch SECONDS`` (clusterList has Java's own ``-i``)."""
 NO_JSON: Final = ("dashboard",)
 """Commands without ``--json`` (every other one has it)."""
-
-_INT32: Final = (-(2**31), 2**31 - 1)
-_INT64: Final = (-(2**63), 2**63 - 1)
-
-
-def _java_number(bounds: tuple[int, int], kind: str) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        """``Integer.parseInt`` / ``Long.parseLong`` of the trimmed text."""
-        body = text.strip()
-        digits = body[1:] if body[:1] in "+-" else body
-        if not digits.isascii() or not digits.isdigit():
-            raise argparse.ArgumentTypeError(f"not a valid {kind}: {text!r}")
-        value = int(body)
-        if not bounds[0] <= value <= bounds[1]:
-            raise argparse.ArgumentTypeError(f"out of {kind} range: {text!r}")
-        return value
-
-    return parse
-
-
-java_int = _java_number(_INT32, "int")
-java_long = _java_number(_INT64, "long")
-
-
-def _add(
-    parser: argparse.ArgumentParser,
-    short: str,
-    long: str,
-    help_text: str,
-    *,
-    required: bool = False,
-    flag: bool = False,
-    kind: Callable[[str], int] | None = None,
-) -> None:
-    """One option as Java's ``new Option(short, long, hasArg, description)``."""
-    if flag:
-        parser.add_argument(f"-{short}", f"--{long}", action="store_true", help=help_text)
-    else:
-        parser.add_argument(
-            f"-{short}", f"--{long}", dest=long, required=required, type=kind or str, help=help_text
-        )
 
 
 def _topic_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -345,8 +314,8 @@ def _consume_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = sub.add_parser("consumeMessage", parents=[_common_parent()], help="Consume message")
     p.add_argument("-t", "--topic", required=True, help="Topic name")
     p.add_argument("-b", "--brokerName", help="Broker name")
-    p.add_argument("-i", "--queueId", type=_java_number(_INT32, "int"), help="Queue Id")
-    p.add_argument("-o", "--offset", type=_java_number(_INT64, "long"), help="Queue offset")
+    p.add_argument("-i", "--queueId", type=java_int, help="Queue Id")
+    p.add_argument("-o", "--offset", type=java_long, help="Queue offset")
     p.add_argument("-g", "--consumerGroup", help="Consumer group name")
     p.add_argument(
         "-s", "--beginTimestamp", help="Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]"
@@ -355,7 +324,7 @@ def _consume_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "-e", "--endTimestamp", help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]"
     )
     p.add_argument(
-        "-c", "--messageNumber", type=_java_number(_INT64, "long"),
+        "-c", "--messageNumber", type=java_long,
         help="Number of message to be consumed",
     )  # fmt: skip
     p = sub.add_parser(
@@ -426,25 +395,6 @@ def _doctor_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
 
 
-def _lag_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "lag",
-        parents=[_common_parent()],
-        help="A consumer group's lag now and over time, with a trend (aiorocketmq)",
-    )
-    _add(p, "g", "groupName", "consumer group name", required=True)
-    _add(p, "t", "topic", "only this topic")
-    _add(
-        p, "s", "since",
-        f"history start: 30m, 6h, 2d, or a timestamp (millis or yyyy-MM-dd#HH:mm:ss:SSS); "
-        f"default {DEFAULT_SINCE}",
-    )  # fmt: skip
-    _add(
-        p, "p", "points", f"at most this many snapshots per broker (default {DEFAULT_POINTS})",
-        kind=java_int,
-    )  # fmt: skip
-
-
 def _dashboard_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "dashboard", parents=[_common_parent()], help="Serve the web dashboard (aiorocketmq)"
@@ -459,18 +409,6 @@ def _dashboard_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument(
         "--refresh", type=int, default=10, help="cluster page reload seconds (0: off; default 10)"
     )
-
-
-def _common_parent() -> argparse.ArgumentParser:
-    """``-n``, which every command takes (Java's ``ServerUtil`` options)."""
-    parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument(
-        "-n",
-        "--namesrvAddr",
-        help=f"Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876' "
-        f"(default: ${NAMESRV_ADDR_ENV})",
-    )
-    return parent
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -490,7 +428,8 @@ def build_parser() -> argparse.ArgumentParser:
     _consume_commands(sub)
     _acl_commands(sub)
     _doctor_command(sub)
-    _lag_command(sub)
+    add_lag_command(sub)
+    add_config_commands(sub)
     _dashboard_command(sub)
     for name, command in sub.choices.items():
         if name not in NO_JSON:
@@ -531,6 +470,7 @@ async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
         **SEND_COMMANDS,
         **CONSUME_COMMANDS,
         **ACL_COMMANDS,
+        **CONFIG_COMMANDS,
         "haStatus": ha_status,
         "doctor": doctor,
         "lag": lag,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TypeVar
 
@@ -31,6 +31,7 @@ from aiorocketmq.client.errors import (
     from_remoting,
 )
 from aiorocketmq.common.errors import RemoteProtocolError
+from aiorocketmq.common.properties_file import format_properties, parse_properties
 from aiorocketmq.common.route import ClusterInfo, KVTable, TopicList, TopicRouteData
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
@@ -206,15 +207,23 @@ class NamesrvAPI:
             raise MQNamesrvError(reply.code, reply.remark, address=address or self.chosen)
         return reply
 
-    async def _each(self, code: int, ext_fields: dict[str, str], timeout_ms: int | None) -> None:
-        """Send to every name server (Java's putKVConfigValue and friends).
+    async def _each(
+        self,
+        code: int,
+        ext_fields: dict[str, str],
+        timeout_ms: int | None,
+        body: bytes = b"",
+        addresses: Sequence[str] | None = None,
+    ) -> None:
+        """Send to every name server (Java's putKVConfigValue and friends), or to
+        ``addresses``.
 
         Every server is tried even after a failure; the first failure is raised.
         """
         first: MQClientError | None = None
-        for target in self.addresses:
+        for target in self.addresses if addresses is None else addresses:
             try:
-                await self._call(code, ext_fields, address=target, timeout_ms=timeout_ms)
+                await self._call(code, ext_fields, body, address=target, timeout_ms=timeout_ms)
             except MQClientError as exc:  # the other servers still get the write
                 log.warning("name server write failed address=%s error=%s", target, exc)
                 first = first or exc
@@ -340,6 +349,34 @@ class NamesrvAPI:
         """DELETE_KV_CONFIG on every name server (as Java's deleteKVConfigValue)."""
         fields = GetKVConfigRequestHeader(namespace, key).to_ext_fields()
         await self._each(RequestCode.DELETE_KV_CONFIG, fields, timeout_ms)
+
+    # -- name server settings -----------------------------------------------------------
+
+    async def get_namesrv_config(
+        self, address: str, *, timeout_ms: int | None = None
+    ) -> dict[str, str]:
+        """GET_NAMESRV_CONFIG of one name server: its settings."""
+        reply = await self._call(
+            RequestCode.GET_NAMESRV_CONFIG, address=address, timeout_ms=timeout_ms
+        )
+        try:
+            return parse_properties(reply.body_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise MQNamesrvError(
+                ResponseCode.SYSTEM_ERROR, f"malformed config body: {exc}", address=address
+            ) from exc
+
+    async def update_namesrv_config(
+        self,
+        updates: Mapping[str, str],
+        addresses: Sequence[str] | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> None:
+        """UPDATE_NAMESRV_CONFIG on ``addresses`` (every name server when None), as
+        Java's ``updateNameServerConfig``."""
+        body = format_properties(updates).encode("utf-8")
+        await self._each(RequestCode.UPDATE_NAMESRV_CONFIG, {}, timeout_ms, body, addresses)
 
     async def get_kv_config(
         self,

@@ -23,10 +23,17 @@ before answering), or log per request above DEBUG.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 
+from aiorocketmq.common.config_update import (
+    black_listed,
+    merge_into_properties_file,
+    parse_update_body,
+)
 from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.properties_file import format_properties
 from aiorocketmq.common.route import (
@@ -36,6 +43,7 @@ from aiorocketmq.common.route import (
     TopicList,
     TopicRouteData,
 )
+from aiorocketmq.common.settings import ConfigError, model_keys, validate_settings
 from aiorocketmq.namesrv.config import NamesrvConfig
 from aiorocketmq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
 from aiorocketmq.namesrv.route_info import RouteInfoManager
@@ -94,6 +102,11 @@ def wants_standard_json(request: RemotingCommand, accept_standard_only: bool | N
     return request.version >= MQVersion.V4_9_4 or bool(accept_standard_only)
 
 
+def _persist(config_store_path: str, updates: dict[str, str]) -> None:
+    # Blocking (a thread): "~" expands against the environment here.
+    merge_into_properties_file(Path(config_store_path).expanduser(), updates)
+
+
 def _body_crc32(body: bytes | bytearray | memoryview) -> int:
     # UtilAll.crc32: CRC32 of the body, masked to a non-negative int.
     return zlib.crc32(body) & 0x7FFFFFFF
@@ -108,6 +121,8 @@ class NamesrvProcessors:
         kv_config: The KV table.
         config_text: Returns every setting as ``key=value`` lines
             (GET_NAMESRV_CONFIG).
+        on_config: Told of the settings an UPDATE_NAMESRV_CONFIG produced (the
+            controller keeps them for GET_NAMESRV_CONFIG).
     """
 
     def __init__(
@@ -116,8 +131,10 @@ class NamesrvProcessors:
         route_info: RouteInfoManager,
         kv_config: KVConfigManager,
         config_text: Callable[[], str] | None = None,
+        on_config: Callable[[NamesrvConfig], None] | None = None,
     ) -> None:
         self.config = config
+        self._on_config = on_config
         self.route_info = route_info
         self.kv_config = kv_config
         self._config_text = config_text or (lambda: format_properties(config.model_dump()))
@@ -146,6 +163,7 @@ class NamesrvProcessors:
             RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: self.get_has_unit_sub_topic_list,
             RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: self.get_has_unit_sub_ununit_list,
             RequestCode.GET_NAMESRV_CONFIG: self.get_namesrv_config,
+            RequestCode.UPDATE_NAMESRV_CONFIG: self.update_namesrv_config,
             REGISTER_TOPIC_IN_NAMESRV: self.register_topic_in_namesrv,
         }
         for code, handler in handlers.items():
@@ -367,3 +385,41 @@ class NamesrvProcessors:
     def get_namesrv_config(self, _conn: Conn, req: Req) -> Req:
         """GET_NAMESRV_CONFIG: every setting as ``key=value`` lines."""
         return req.response_to(_SUCCESS, body=self._config_text().encode())
+
+    async def update_namesrv_config(self, _conn: Conn, req: Req) -> Req:
+        """UPDATE_NAMESRV_CONFIG: a properties body, as Java's ``updateConfig``.
+
+        A key in ``configBlackList`` is refused (NO_PERMISSION), a value that does
+        not fit its setting too (SYSTEM_ERROR naming it); keys no setting has are
+        ignored (Java's ``mergeIfExist``). What is read per request
+        (``orderMessageEnable``) applies at once, the rest at the next start; the
+        accepted keys are merged into ``configStorePath`` before the answer.
+        """
+        try:
+            updates = parse_update_body(req.body)
+        except ValueError as exc:
+            return req.response_to(ResponseCode.SYSTEM_ERROR, str(exc))
+        refused = black_listed(updates, self.config.config_black_list)
+        if refused:
+            remark = f"Can not update config in black list: {', '.join(refused)}"
+            return req.response_to(ResponseCode.NO_PERMISSION, remark)
+        known = model_keys(NamesrvConfig)
+        accepted = {k: v for k, v in updates.items() if k in known}
+        try:
+            config = validate_settings(
+                NamesrvConfig, {**self.config.model_dump(by_alias=True), **accepted}
+            )
+        except ConfigError as exc:
+            return req.response_to(ResponseCode.SYSTEM_ERROR, str(exc))
+        self.config = config
+        if self._on_config is not None:
+            self._on_config(config)
+        log.info("name server config updated keys=%s", ",".join(sorted(accepted)))
+        if accepted:
+            where = config.config_store_path
+            try:
+                await asyncio.to_thread(_persist, where, accepted)
+            except (OSError, UnicodeDecodeError, ValueError) as exc:
+                remark = f"updated, but persisting to {where} failed: {exc}"
+                return req.response_to(ResponseCode.SYSTEM_ERROR, remark)
+        return req.response_to(_SUCCESS)

@@ -64,7 +64,11 @@ class NamesrvController(Service):
         self.kv_config = KVConfigManager(Path(config.kv_config_path), self._executor)
         self.remoting_config = config.remoting_config(remoting_config)
         self.processors = NamesrvProcessors(
-            config, self.route_info, self.kv_config, config_text=self.config_text
+            config,
+            self.route_info,
+            self.kv_config,
+            config_text=self.config_text,
+            on_config=self._on_config,
         )
         self.metrics = NamesrvMetrics(self.route_info, config.metrics_port, config.listen_host)
         table: ProcessorTable = self.metrics.table
@@ -78,6 +82,9 @@ class NamesrvController(Service):
     def address(self) -> str:
         """The bound ``host:port`` (valid once started)."""
         return self.remoting.address
+
+    def _on_config(self, config: NamesrvConfig) -> None:
+        self.config = config
 
     def config_text(self) -> str:
         """Every setting as ``key=value`` lines (GET_NAMESRV_CONFIG, ``--print-config``)."""

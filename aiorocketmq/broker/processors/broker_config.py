@@ -12,12 +12,10 @@ properties view, its ``DataVersion``, ``update`` and ``persist``).
   (SYSTEM_ERROR naming key and value), anything else is taken: validated
   copies replace ``ctx.config`` and ``ctx.store_config`` (processors read them per
   request, so they apply at once; keys no model knows are kept, as Java's
-  Properties keeps them); every key shows in the next GET_BROKER_CONFIG and the data version moves
-  on; when the broker has a config file, the updated keys are written into it
-  (atomically: temp file, fsync, rename). Java's ``Configuration.persist`` writes
-  its whole view instead; that would drop what the view does not show (the
-  ``tls.*`` keys, Netty keys we ignore), so the file keeps the other keys it
-  had (comments are not kept).
+  Properties keeps them); every key shows in the next GET_BROKER_CONFIG and the
+  data version moves on; when the broker has a config file, the updated keys are
+  merged into it (``common.config_update``: the file keeps its other keys, such as
+  the ``tls.*`` and Netty ones the view does not show).
 
 Must not: restart services (a setting read only at start stays as it was until
 the next start, as in Java), or block the loop (the file write goes to a thread).
@@ -27,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TypeVar
@@ -36,7 +33,12 @@ from pydantic import BaseModel
 
 from aiorocketmq.broker.config import BrokerConfig, BrokerSettings
 from aiorocketmq.broker.context import BrokerContext
-from aiorocketmq.common.properties_file import format_properties, parse_properties
+from aiorocketmq.common.config_update import (
+    black_listed,
+    merge_into_properties_file,
+    parse_update_body,
+)
+from aiorocketmq.common.properties_file import format_properties
 from aiorocketmq.common.settings import ConfigError, model_keys, validate_settings
 from aiorocketmq.common.topic_config import DataVersion
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
@@ -49,18 +51,6 @@ __all__ = ["BrokerConfigProcessor"]
 log = logging.getLogger(__name__)
 
 _M = TypeVar("_M", bound=BaseModel)
-
-
-def _persist_blocking(path: Path, updates: dict[str, str]) -> None:
-    """Merge ``updates`` into the properties file at ``path`` (created when missing)."""
-    current = parse_properties(path.read_text("utf-8")) if path.exists() else {}
-    current.update(updates)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(format_properties(current))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class BrokerConfigProcessor:
@@ -108,13 +98,10 @@ class BrokerConfigProcessor:
     ) -> RemotingCommand:
         """UPDATE_BROKER_CONFIG: check, apply, persist; SUCCESS or a remark why not."""
         try:
-            updates = parse_properties(bytes(request.body or b"").decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            return request.response_to(ResponseCode.SYSTEM_ERROR, f"bad properties body: {exc}")
-        if not updates:
-            return request.response_to(ResponseCode.SYSTEM_ERROR, "string2Properties error")
-        black = {k for k in self._ctx.config.config_black_list.split(";") if k}
-        refused = sorted(k for k in updates if k in black)
+            updates = parse_update_body(request.body)
+        except ValueError as exc:
+            return request.response_to(ResponseCode.SYSTEM_ERROR, str(exc))
+        refused = black_listed(updates, self._ctx.config.config_black_list)
         if refused:
             remark = f"Can not update config in black list: {', '.join(refused)}"
             return request.response_to(ResponseCode.NO_PERMISSION, remark)
@@ -131,7 +118,7 @@ class BrokerConfigProcessor:
         log.info("broker config updated keys=%s", ",".join(sorted(updates)))
         if self.config_path is not None:
             try:
-                await asyncio.to_thread(_persist_blocking, self.config_path, updates)
+                await asyncio.to_thread(merge_into_properties_file, self.config_path, updates)
             except (OSError, UnicodeDecodeError, ValueError) as exc:
                 remark = f"updated, but persisting to {self.config_path} failed: {exc}"
                 return request.response_to(ResponseCode.SYSTEM_ERROR, remark)

@@ -1,0 +1,127 @@
+"""Option helpers of ``mqadmin``'s command line, and the sub-parsers of the commands
+added after the first wave (name-server config, updateTopicPerm, ``lag``).
+
+Owns: Java's number parsing for option values (``Integer.parseInt`` /
+``Long.parseLong``: ``java_int``, ``java_long``), one option as Java's ``new
+Option(short, long, hasArg, description)`` (``add_option``), the ``-n`` parent every
+command takes (``common_parent``), and ``add_config_commands`` / ``add_lag_command``.
+
+Must not: run commands (``aiorocketmq.cli.admin``) or hold admin logic.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Final
+
+from aiorocketmq.admin.lag import DEFAULT_POINTS, DEFAULT_SINCE
+
+__all__ = [
+    "NAMESRV_ADDR_ENV",
+    "add_config_commands",
+    "add_lag_command",
+    "add_option",
+    "common_parent",
+    "java_int",
+    "java_long",
+]
+
+NAMESRV_ADDR_ENV: Final = "NAMESRV_ADDR"
+
+_INT32: Final = (-(2**31), 2**31 - 1)
+_INT64: Final = (-(2**63), 2**63 - 1)
+
+
+def _java_number(bounds: tuple[int, int], kind: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        """``Integer.parseInt`` / ``Long.parseLong`` of the trimmed text."""
+        body = text.strip()
+        digits = body[1:] if body[:1] in "+-" else body
+        if not digits.isascii() or not digits.isdigit():
+            raise argparse.ArgumentTypeError(f"not a valid {kind}: {text!r}")
+        value = int(body)
+        if not bounds[0] <= value <= bounds[1]:
+            raise argparse.ArgumentTypeError(f"out of {kind} range: {text!r}")
+        return value
+
+    return parse
+
+
+java_int = _java_number(_INT32, "int")
+java_long = _java_number(_INT64, "long")
+
+
+def add_option(
+    parser: argparse.ArgumentParser,
+    short: str,
+    long: str,
+    help_text: str,
+    *,
+    required: bool = False,
+    flag: bool = False,
+    kind: Callable[[str], int] | None = None,
+) -> None:
+    """One option as Java's ``new Option(short, long, hasArg, description)``."""
+    if flag:
+        parser.add_argument(f"-{short}", f"--{long}", action="store_true", help=help_text)
+    else:
+        parser.add_argument(
+            f"-{short}", f"--{long}", dest=long, required=required, type=kind or str, help=help_text
+        )
+
+
+def common_parent() -> argparse.ArgumentParser:
+    """``-n``, which every command takes (Java's ``ServerUtil`` options)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "-n",
+        "--namesrvAddr",
+        help=f"Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876' "
+        f"(default: ${NAMESRV_ADDR_ENV})",
+    )
+    return parent
+
+
+def add_config_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    common = common_parent()
+    sub.add_parser("getNamesrvConfig", parents=[common], help="Get configs of name server.")
+    p = sub.add_parser(
+        "updateNamesrvConfig", parents=[common], help="Update configs of name server."
+    )
+    add_option(p, "k", "key", "config key", required=True)
+    add_option(p, "v", "value", "config value", required=True)
+    p = sub.add_parser("updateKvConfig", parents=[common], help="Create or update KV config.")
+    add_option(p, "s", "namespace", "set the namespace", required=True)
+    add_option(p, "k", "key", "set the key name", required=True)
+    add_option(p, "v", "value", "set the key value", required=True)
+    p = sub.add_parser("deleteKvConfig", parents=[common], help="Delete KV config.")
+    add_option(p, "s", "namespace", "set the namespace", required=True)
+    add_option(p, "k", "key", "set the key name", required=True)
+    p = sub.add_parser("updateTopicPerm", parents=[common], help="Update topic perm")
+    add_option(p, "b", "brokerAddr", "create topic to which broker")
+    add_option(p, "c", "clusterName", "create topic to which cluster")
+    add_option(p, "t", "topic", "topic name", required=True)
+    add_option(
+        p, "p", "perm", "set topic's permission(2|4|6), intro[2:W; 4:R; 6:RW]",
+        required=True, kind=java_int,
+    )  # fmt: skip
+
+
+def add_lag_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "lag",
+        parents=[common_parent()],
+        help="A consumer group's lag now and over time, with a trend (aiorocketmq)",
+    )
+    add_option(p, "g", "groupName", "consumer group name", required=True)
+    add_option(p, "t", "topic", "only this topic")
+    add_option(
+        p, "s", "since",
+        f"history start: 30m, 6h, 2d, or a timestamp (millis or yyyy-MM-dd#HH:mm:ss:SSS); "
+        f"default {DEFAULT_SINCE}",
+    )  # fmt: skip
+    add_option(
+        p, "p", "points", f"at most this many snapshots per broker (default {DEFAULT_POINTS})",
+        kind=java_int,
+    )  # fmt: skip
