@@ -4,8 +4,6 @@ text and as ``--json``."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,34 +11,14 @@ from typing import Any
 import pytest
 
 from aiorocketmq.admin.mq_admin import MQAdmin
-from aiorocketmq.cli.admin import main
 from aiorocketmq.common.properties_file import parse_properties
 from tests.support.cluster import start_broker, start_namesrv, wait_route
+from tests.support.mqadmin import Admin
 from tests.support.procs import ManagedProcess
 
 pytestmark = pytest.mark.timeout(120)
 
 StartProcess = Callable[..., ManagedProcess]
-
-
-class Admin:
-    def __init__(self, capsys: pytest.CaptureFixture[str], namesrv: str) -> None:
-        self.capsys = capsys
-        self.namesrv = namesrv
-
-    async def run(self, *args: str) -> tuple[int, str, str]:
-        self.capsys.readouterr()
-        code = await asyncio.to_thread(main, [args[0], "-n", self.namesrv, *args[1:]])
-        out, err = self.capsys.readouterr()
-        return code, out, err
-
-    async def ok(self, *args: str) -> str:
-        code, out, err = await self.run(*args)
-        assert code == 0, f"mqadmin {args}: {err}"
-        return out
-
-    async def json(self, *args: str) -> Any:
-        return json.loads(await self.ok(*args, "--json"))
 
 
 async def test_name_server_config_and_kv(
@@ -51,14 +29,14 @@ async def test_name_server_config_and_kv(
     _b, ns_b = await start_namesrv(start_process, home_b)
     admin = Admin(capsys, f"{ns_a};{ns_b}")
 
-    text = await admin.ok("getNamesrvConfig")
+    text = await admin.table("getNamesrvConfig")
     assert text.startswith(f"============{ns_a}============\n")
     assert f"============{ns_b}============\n" in text
     assert f"{'orderMessageEnable':<50}=  false\n" in text
     doc = await admin.json("getNamesrvConfig")
     assert list(doc) == [ns_a, ns_b] and doc[ns_a]["orderMessageEnable"] == "false"
 
-    text = await admin.ok("updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true")
+    text = await admin.table("updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true")
     assert (
         text == f"update name server config success![{ns_a}, {ns_b}]\norderMessageEnable : true\n"
     )
@@ -83,7 +61,7 @@ async def test_name_server_config_and_kv(
     assert usage.value.code == 2
 
     # KV config: written to and deleted from every name server.
-    text = await admin.ok("updateKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", "T", "-v", "b:4")
+    text = await admin.table("updateKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", "T", "-v", "b:4")
     assert text == "create or update kv config to namespace success.\n"
     async with MQAdmin(admin.namesrv) as client:
         for ns in (ns_a, ns_b):
@@ -94,7 +72,7 @@ async def test_name_server_config_and_kv(
         for ns in (ns_a, ns_b):
             client.namesrv.update_addresses(ns)
             assert await client.namesrv.get_kv_config("ORDER_TOPIC_CONFIG", "T") is None
-    text = await admin.ok("deleteKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", "T")
+    text = await admin.table("deleteKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", "T")
     assert text == "delete kv config from namespace success.\n"
 
 
@@ -106,14 +84,14 @@ async def test_update_topic_perm(
     b = await start_broker(start_process, tmp_path, namesrv, "broker-b")
     admin = Admin(capsys, namesrv)
     topic = "PermTopic"
-    await admin.ok("updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "3", "-w", "3")
+    await admin.table("updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "3", "-w", "3")
     await wait_route(namesrv, topic, lambda r: len(r.queue_datas) == 2)
 
     def perms(route: Any) -> dict[str, int]:
         return {q.broker_name: q.perm for q in route.queue_datas}
 
     # -b: one master becomes read-only; the queue counts stay as routed.
-    text = await admin.ok("updateTopicPerm", "-t", topic, "-p", "4", "-b", a.addr)
+    text = await admin.table("updateTopicPerm", "-t", topic, "-p", "4", "-b", a.addr)
     assert text.splitlines() == [
         f"update topic perm from 6 to 4 in {a.addr} success.",
         f"TopicConfig [topicName={topic}, readQueueNums=3, writeQueueNums=3, perm=R--, "
@@ -121,7 +99,7 @@ async def test_update_topic_perm(
     ]
     route = await wait_route(namesrv, topic, lambda r: perms(r) == {"broker-a": 4, "broker-b": 6})
     assert {q.write_queue_nums for q in route.queue_datas} == {3}
-    text = await admin.ok("updateTopicPerm", "-t", topic, "-p", "4", "-b", a.addr)
+    text = await admin.table("updateTopicPerm", "-t", topic, "-p", "4", "-b", a.addr)
     assert text == "new perm equals to the old one!\n"
 
     # -c: every master of the cluster.

@@ -10,20 +10,18 @@ and ``--json``, summed over both brokers.
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from aiorocketmq.cli.admin import main
 from aiorocketmq.client import ConsumeConcurrentlyStatus, PushConsumer, PushConsumerConfig
 from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.producer import Producer
 from aiorocketmq.common.message import Message, MessageExt, MessageQueue
 from tests.support.cluster import start_broker, start_namesrv, wait_route
+from tests.support.mqadmin import Admin
 from tests.support.procs import ManagedProcess
 from tests.support.wait import wait_until
 
@@ -31,13 +29,6 @@ pytestmark = pytest.mark.timeout(120)
 
 StartProcess = Callable[..., ManagedProcess]
 TOPIC, GROUP = "LagTopic", "CID_lag"
-
-
-async def mqadmin(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = await asyncio.to_thread(main, list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def client_config(namesrv: str, instance: str) -> ClientConfig:
@@ -61,16 +52,12 @@ async def test_lag_history_over_two_brokers(
         start_process, tmp_path, namesrv, "broker-b", flushConsumerOffsetHistoryInterval=0
     )
 
-    async def lag_doc(*extra: str) -> Any:
-        code, out, err = await mqadmin(capsys, "lag", "-n", namesrv, "-g", GROUP, *extra, "--json")
-        assert code == 0, err
-        return json.loads(out)
+    admin = Admin(capsys, namesrv)
 
-    code, _out, err = await mqadmin(
-        capsys, "updateTopic", "-n", namesrv, "-c", "DefaultCluster", "-t", TOPIC, "-r", "2",
-        "-w", "2",
-    )  # fmt: skip
-    assert code == 0, err
+    async def lag_doc(*extra: str) -> Any:
+        return await admin.json("lag", "-g", GROUP, *extra)
+
+    await admin.table("updateTopic", "-c", "DefaultCluster", "-t", TOPIC, "-r", "2", "-w", "2")
     await wait_route(namesrv, TOPIC, lambda r: len(r.broker_datas) == 2, timeout=15)
 
     seen: set[bytes] = set()
@@ -130,10 +117,7 @@ async def test_lag_history_over_two_brokers(
     assert thin["series"][-1]["diff"] == 9
 
     # The table: the brokers, the topic's row with its trend, then the series.
-    code, text, err = await mqadmin(
-        capsys, "lag", "-n", namesrv, "-g", GROUP, "-t", TOPIC, "-p", "1000"
-    )
-    assert code == 0, err
+    text = await admin.table("lag", "-g", GROUP, "-t", TOPIC, "-p", "1000")
     assert text.startswith(f"Group: {GROUP}  since ")
     assert f"Broker: broker-a {a.addr} (history every 0.2 s)" in text
     assert f"Broker: broker-b {b.addr} (no offset history on this broker" in text
@@ -147,7 +131,7 @@ async def test_lag_history_over_two_brokers(
     assert "0" in [r[-1] for r in series_rows]
 
     # Errors: a group that never consumed, a malformed -s.
-    code, _out, err = await mqadmin(capsys, "lag", "-n", namesrv, "-g", "CID_never")
+    code, _out, err = await admin.run("lag", "-g", "CID_never")
     assert code == 1 and "command failed" in err
-    code, _out, err = await mqadmin(capsys, "lag", "-n", namesrv, "-g", GROUP, "-s", "soon")
+    code, _out, err = await admin.run("lag", "-g", GROUP, "-s", "soon")
     assert code == 2 and "-s" in err
