@@ -391,8 +391,20 @@ async def test_register_topic_in_namesrv_and_namesrv_config(env: Env) -> None:
 
 
 async def test_unknown_code_is_not_supported(env: Env) -> None:
-    reply = await env.ask(RequestCode.UPDATE_NAMESRV_CONFIG)
+    reply = await env.ask(RequestCode.SEND_MESSAGE)  # a broker's request
     assert reply.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+async def test_update_namesrv_config_refuses_what_it_cannot_take(env: Env) -> None:
+    for body, code, remark in (
+        (b"", ResponseCode.SYSTEM_ERROR, "string2Properties error"),
+        (b"configStorePath=/tmp/x\n", ResponseCode.NO_PERMISSION, "black list"),
+        (b"orderMessageEnable=perhaps\n", ResponseCode.SYSTEM_ERROR, "orderMessageEnable"),
+    ):
+        reply = await env.ask(RequestCode.UPDATE_NAMESRV_CONFIG, body)
+        assert reply.code == code and remark in (reply.remark or ""), reply.remark
+    config = await env.ask(RequestCode.GET_NAMESRV_CONFIG)
+    assert "orderMessageEnable=true\n" in bytes(config.body).decode()  # unchanged
 
 
 async def test_cached_route_follows_a_new_data_version(env: Env) -> None:
