@@ -33,7 +33,7 @@ from aiorocketmq.admin.mq_admin import MQAdmin, select_broker_addr
 from aiorocketmq.admin.render import human_time_ms
 from aiorocketmq.client.errors import MQBrokerError
 from aiorocketmq.common.constants import RETRY_GROUP_TOPIC_PREFIX
-from aiorocketmq.common.offset_history import LagPoint
+from aiorocketmq.common.offset_history import LagPoint, OffsetSnapshot, lag_points
 from aiorocketmq.remoting.broker_admin_headers import GetConsumerOffsetHistoryRequestHeader
 from aiorocketmq.remoting.codes import ResponseCode
 
@@ -95,16 +95,13 @@ async def _live_only(
     # GET_CONSUME_STATS answers 0 for a queue never committed on (Java's rule), so
     # such a queue counts whole here, as in consumerProgress.
     stats = await admin.broker.get_consume_stats(address, group, topic)
-    sums: dict[str, tuple[int, int, int]] = {}
+    offsets: dict[tuple[str, str], dict[int, int]] = {}
+    ends: dict[str, dict[int, int]] = {}
     for mq, wrapper in stats.offset_table.items():
-        b, c, d = sums.get(mq.topic, (0, 0, 0))
-        sums[mq.topic] = (
-            b + wrapper.broker_offset,
-            c + wrapper.consumer_offset,
-            d + max(wrapper.broker_offset - wrapper.consumer_offset, 0),
-        )
-    now_ms = int(time.time() * 1000)
-    points = [LagPoint(now_ms, t, b, c, d) for t, (b, c, d) in sorted(sums.items())]
+        offsets.setdefault((mq.topic, group), {})[mq.queue_id] = wrapper.consumer_offset
+        ends.setdefault(mq.topic, {})[mq.queue_id] = wrapper.broker_offset
+    now = OffsetSnapshot(int(time.time() * 1000), offsets, ends)
+    points = lag_points([now], group)
     return BrokerSeries(
         broker_name, address, 0, points, note="no offset history on this broker: live lag only"
     )
@@ -218,16 +215,6 @@ def lag_text(group: str, begin_ms: int, series: Sequence[BrokerSeries]) -> str:
     return "".join(lines)
 
 
-def _point_json(p: LagPoint) -> jr.JsonObject:
-    return {
-        "timestamp": p.timestamp,
-        "topic": p.topic,
-        "brokerOffset": p.broker_offset,
-        "consumerOffset": p.consumer_offset,
-        "diff": p.diff,
-    }
-
-
 def lag_json(group: str, begin_ms: int, series: Sequence[BrokerSeries]) -> jr.JsonObject:
     """``{"group", "since", "brokers": [...], "topics": [...], "series": [...]}``."""
     merged = merge_series(series)
@@ -255,7 +242,7 @@ def lag_json(group: str, begin_ms: int, series: Sequence[BrokerSeries]) -> jr.Js
             }
             for topic, points in _by_topic(merged).items()
         ],
-        "series": [_point_json(p) for p in merged],
+        "series": [p.to_json() for p in merged],
     }
 
 

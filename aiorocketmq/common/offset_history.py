@@ -73,6 +73,16 @@ class LagPoint:
     #: Sum over queues of max(queue end - committed, 0): never negative, never -1.
     diff: int
 
+    def to_json(self) -> dict[str, int | str]:
+        """The point with Java-style field names (the wire's and ``mqadmin lag --json``'s)."""
+        return {
+            "timestamp": self.timestamp,
+            "topic": self.topic,
+            "brokerOffset": self.broker_offset,
+            "consumerOffset": self.consumer_offset,
+            "diff": self.diff,
+        }
+
 
 def snapshot_line(
     table: Mapping[str, Mapping[int, int]],
@@ -237,14 +247,6 @@ def lag_points(
 
 # -- GET_CONSUMER_OFFSET_HISTORY's body ----------------------------------------------------
 
-_WIRE_NAMES: Final = (
-    ("timestamp", "timestamp"),
-    ("topic", "topic"),
-    ("broker_offset", "brokerOffset"),
-    ("consumer_offset", "consumerOffset"),
-    ("diff", "diff"),
-)
-
 
 @dataclass(frozen=True, slots=True)
 class HistoryReply:
@@ -263,7 +265,7 @@ class HistoryReply:
             "brokerName": self.broker_name,
             "interval": self.interval,
             "badLines": self.bad_lines,
-            "points": [{wire: getattr(p, attr) for attr, wire in _WIRE_NAMES} for p in self.points],
+            "points": [p.to_json() for p in self.points],
         }
         return json.dumps(doc, separators=(",", ":")).encode("utf-8")
 

@@ -18,7 +18,8 @@ or ``KVConfigManager``, and building the reply RocketMQ 4.9.8's
 
 Must not: hold route state (that is ``RouteInfoManager``'s), block (KV writes go
 through ``KVConfigManager.persist``, awaited before the reply as Java persists
-before answering), or log per request above DEBUG.
+before answering), or log per request above DEBUG (a config update, rare and
+changing the server, is logged at INFO).
 """
 
 from __future__ import annotations

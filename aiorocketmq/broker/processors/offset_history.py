@@ -56,12 +56,12 @@ class OffsetHistoryProcessor:
         table.register(RequestCode.GET_CONSUMER_OFFSET_HISTORY, self.get_consumer_offset_history)
 
     def _live(self, group: str) -> OffsetSnapshot:
-        table = {
-            key: queues
-            for key, queues in self._ctx.offsets.offset_table().items()
-            if key.partition("@")[2] == group
-        }
-        offsets = {(key.partition("@")[0], group): queues for key, queues in table.items()}
+        table: dict[str, dict[int, int]] = {}
+        offsets: dict[tuple[str, str], dict[int, int]] = {}
+        for key, queues in self._ctx.offsets.offset_table().items():
+            topic, _, owner = key.partition("@")
+            if owner == group:
+                table[key] = offsets[(topic, group)] = queues
         ends = queue_ends(table, self._ctx.store.get_max_offset_in_queue)
         return OffsetSnapshot(self._ctx.clock.now_ms(), offsets, ends)
 
