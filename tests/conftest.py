@@ -13,7 +13,7 @@ Owns:
 - ``pid_registry``: the session's child PIDs, leftovers killed by PID at the end;
 - ``start_process``: ``ManagedProcess`` factory whose teardown stops what is
   still running and asserts a clean exit;
-- ``vectors_dir``: ``<repo>/../shared/vectors``, or ``$AIOROCKETMQ_SHARED/vectors``;
+- ``vectors_dir``: ``tests/vectors``, the captured client frames and stored records;
 - the terminal summary's extra lines (leftover PIDs killed, chaos reports), also
   under pytest-xdist (``make test`` runs two workers): each worker hands its lines
   to the controller in ``workeroutput`` when it finishes.
@@ -281,6 +281,6 @@ def repo_root() -> Path:
 def vectors_dir() -> Path:
     """The golden vectors captured from stock clients; missing is a failure, not a skip."""
     try:
-        return locate_vectors_dir(os.environ)
+        return locate_vectors_dir()
     except LookupError as exc:
         pytest.fail(str(exc), pytrace=False)

@@ -12,7 +12,7 @@ fastjson shape a Java broker sends (enum names, sorted keys).
 
 Must not: do I/O, or trust a client's ``codeSet``: the tag hash codes are ALWAYS
 recomputed from ``tagsSet`` (or the subscription expression) with Java's
-``String.hashCode`` (``vectors/README.md`` quirks 7-9).
+``String.hashCode`` (``tests/vectors/README.md`` quirks 7-9).
 """
 
 from __future__ import annotations

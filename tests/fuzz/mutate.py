@@ -1,6 +1,6 @@
 """Seeded byte mutations and the plain-loop fuzz runner the fuzz tests share.
 
-Owns: the captured client frames (``../shared/vectors``) as seeds, a cheap
+Owns: the captured client frames (``tests/vectors``) as seeds, a cheap
 deterministic mutator (bit flips, byte sets, "interesting" integers, inserts,
 deletes, truncations, duplications, splices with another seed, digit runs), and
 ``run_fuzz``, which feeds N mutated inputs to one decoder and collects every exception that is

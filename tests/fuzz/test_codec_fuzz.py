@@ -2,7 +2,7 @@
 
 Each test feeds ``AIOROCKETMQ_FUZZ_CASES`` (default 100,000) mutated inputs to one
 decoder, seeded from captured bytes (CommitLog records and client frame bodies in
-``../shared/vectors``) or from our encoders' output, and fails on any exception
+``tests/vectors``) or from our encoders' output, and fails on any exception
 other than the documented ones: ``RemoteProtocolError`` (``BlankRecordError`` and
 ``HAProtocolError`` are subclasses) for decoders that reject, none at all for
 ``scan_records`` and ``string_to_properties`` ("never raises"). A decoded record's

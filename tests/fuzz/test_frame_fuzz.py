@@ -1,7 +1,7 @@
 """Mutation fuzzing of the remoting decoders: frames, the three header forms, extFields.
 
 Each test feeds ``AIOROCKETMQ_FUZZ_CASES`` (default 100,000) mutated inputs, seeded
-from the frames the stock C++ client and ali-ons sent (``../shared/vectors``), to
+from the frames the stock C++ client and ali-ons sent (``tests/vectors``), to
 one decoder and fails on any exception other than the decoder's documented errors:
 ``RemoteProtocolError`` for frames and headers (``frame.py``: "nothing else
 escapes"), ``HeaderFieldError`` for the extFields readers and typed headers. The

@@ -1,7 +1,7 @@
 """Socket fuzzing of a running ``mqbroker`` and ``mqnamesrv`` with mutated captured frames.
 
 Each test starts the real processes, sends ``SOCKET_FRAMES`` (10,000) mutated
-frames of the stock C++ client and ali-ons (``../shared/vectors``) over many
+frames of the stock C++ client and ali-ons (``tests/vectors``) over many
 connections: a fifth on fresh connections of one frame each, the rest 50 to a
 reused connection. Every connection then half-closes, and the server must close
 it within ``HANG_S`` (a server that neither answers nor closes is a hang).

@@ -1,41 +1,36 @@
-"""Where the shared golden vectors live, and reading them.
+"""The golden vectors in ``tests/vectors``, and reading them.
 
-The repository is a clone with ``shared/`` beside it (``<repo>/../shared``), or
-``$AIOROCKETMQ_SHARED`` names the shared directory. Test modules that parametrize
-over vectors at collection time call ``load_jsonl``; fixtures use ``locate_vectors_dir``.
+The captured client frames and stored records are part of the repository (see
+``tests/vectors/README.md``), so a plain clone has everything its tests read. Test
+modules that parametrize over vectors at collection time call ``load_jsonl``; fixtures
+use ``locate_vectors_dir``.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-SHARED_ENV = "AIOROCKETMQ_SHARED"
 REPO_ROOT = Path(__file__).resolve().parents[2]
+VECTORS_DIR = REPO_ROOT / "tests" / "vectors"
+#: The files the suite reads; each must exist and hold at least one record.
+VECTOR_FILES = ("cpp_client.jsonl", "alions_client.jsonl", "stored_messages.jsonl")
 
 
-def locate_vectors_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """``<shared>/vectors``, where shared is ``$AIOROCKETMQ_SHARED`` or ``<repo>/../shared``.
+def locate_vectors_dir(directory: Path = VECTORS_DIR) -> Path:
+    """``directory`` (``tests/vectors``) once every file in ``VECTOR_FILES`` is there.
 
     Raises:
-        LookupError: With a message saying where it looked and how to fix it.
+        LookupError: Naming the missing directory or files (a broken checkout, e.g.
+            Git LFS or a sparse clone that left them out).
     """
-    environ = os.environ if environ is None else environ
-    override = environ.get(SHARED_ENV)
-    shared = Path(override).expanduser() if override else REPO_ROOT.parent / "shared"
-    how = f"{SHARED_ENV}={override!r}" if override else f"<repo>/../shared = {shared}"
-    if not shared.is_dir():
-        raise LookupError(
-            f"shared directory not found ({how}): put the shared checkout beside the "
-            f"repo clone, or set {SHARED_ENV} to its path"
-        )
-    vectors = shared / "vectors"
-    if not vectors.is_dir():
-        raise LookupError(f"no vectors/ in the shared directory ({how}): expected {vectors}")
-    return vectors
+    if not directory.is_dir():
+        raise LookupError(f"vectors directory not found: {directory} (is the checkout complete?)")
+    missing = [name for name in VECTOR_FILES if not (directory / name).is_file()]
+    if missing:
+        raise LookupError(f"missing vectors in {directory}: {', '.join(missing)}")
+    return directory
 
 
 def load_jsonl(name: str) -> list[dict[str, Any]]:

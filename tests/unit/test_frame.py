@@ -1,6 +1,6 @@
-"""The frame codec against the bytes stock clients really send (``shared/vectors``).
+"""The frame codec against the bytes stock clients really send (``tests/vectors``).
 
-What these tests pin (``specs/remoting.md`` §1, §2; ``vectors/README.md``):
+What these tests pin (``specs/remoting.md`` §1, §2; ``tests/vectors/README.md``):
 
 * every captured frame, client and test double, decodes to one command whose header fields
   equal the captured ``header`` after extFields normalisation (numbers become decimal text,

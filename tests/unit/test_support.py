@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import LOOP_ENV
 from tests.support import ManagedProcess, PidRegistry, wait_until, wait_until_sync
-from tests.support.vectors import SHARED_ENV, locate_vectors_dir
+from tests.support.vectors import VECTOR_FILES, locate_vectors_dir
 
 # -- wait_until ---------------------------------------------------------------------
 
@@ -218,18 +218,15 @@ def test_loop_error_check_fails_the_offending_tests(
 # -- vectors_dir --------------------------------------------------------------------
 
 
-def test_vectors_dir_is_found_beside_the_repo(vectors_dir: Path, repo_root: Path) -> None:
-    assert vectors_dir.is_dir()
-    assert any(vectors_dir.iterdir())
-    if SHARED_ENV not in os.environ:
-        assert vectors_dir.resolve() == (repo_root.parent / "shared" / "vectors").resolve()
+def test_vectors_dir_is_inside_the_repository(vectors_dir: Path, repo_root: Path) -> None:
+    assert vectors_dir.resolve() == (repo_root / "tests" / "vectors").resolve()
+    for name in VECTOR_FILES:
+        assert (vectors_dir / name).stat().st_size > 0, name
 
 
-def test_vectors_dir_override_and_clear_failure(tmp_path: Path) -> None:
-    (tmp_path / "vectors").mkdir()
-    assert locate_vectors_dir({SHARED_ENV: str(tmp_path)}) == tmp_path / "vectors"
-    with pytest.raises(LookupError, match=SHARED_ENV):
-        locate_vectors_dir({SHARED_ENV: str(tmp_path / "nowhere")})
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(LookupError, match="no vectors/"):
-        locate_vectors_dir({SHARED_ENV: str(tmp_path / "empty")})
+def test_vectors_dir_missing_files_fail_clearly(tmp_path: Path) -> None:
+    with pytest.raises(LookupError, match="vectors directory not found"):
+        locate_vectors_dir(tmp_path / "nowhere")
+    (tmp_path / "cpp_client.jsonl").write_text("{}\n", "utf-8")
+    with pytest.raises(LookupError, match=r"alions_client\.jsonl, stored_messages\.jsonl"):
+        locate_vectors_dir(tmp_path)
