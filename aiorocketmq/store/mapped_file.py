@@ -90,6 +90,25 @@ def _load_libc() -> Any:
 _LIBC: Final = _load_libc()  # read-only after import; ctypes calls release the GIL
 
 
+def reserve_blocks(fd: int, size: int) -> None:
+    """Give the first ``size`` bytes of ``fd`` real disk blocks, so a full disk fails now.
+
+    ``posix_fallocate`` where the OS has it (Linux); elsewhere (macOS has no such call)
+    the bytes are written as zeros, which allocates the same blocks, only slower.
+
+    Raises:
+        OSError: the disk is full or the file cannot be written.
+    """
+    fallocate = getattr(os, "posix_fallocate", None)
+    if fallocate is not None:
+        fallocate(fd, 0, size)
+        return
+    zeros = memoryview(bytes(min(size, _WARM_CHUNK_BYTES)))
+    offset = 0
+    while offset < size:
+        offset += os.pwrite(fd, zeros[: size - offset], offset)
+
+
 def offset_to_file_name(offset: int) -> str:
     """Return the file name for a start offset (``UtilAll.offset2FileName``)."""
     return f"{offset:0{FILE_NAME_DIGITS}d}"
@@ -247,7 +266,7 @@ class MappedFile:
         try:
             os.ftruncate(fd, file_size)
             if preallocate:
-                os.posix_fallocate(fd, 0, file_size)
+                reserve_blocks(fd, file_size)
             mm = mmap.mmap(fd, file_size)
             mtime_ms = os.fstat(fd).st_mtime_ns // 1_000_000
             os.link(temp, path)  # fails if the name appeared meanwhile: no clobbering
