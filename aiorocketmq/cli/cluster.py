@@ -10,10 +10,12 @@ Usage::
     mqcluster restart NODE [--dir DIR]      # stop if running, start, wait registered
     mqcluster down    [--dir DIR]           # SIGTERM everything, wait
 
-Layouts live in ``deploy/conf/<NAME>/`` (or ``$AIOROCKETMQ_LAYOUTS``; a directory
-path works too). ``--port-base N`` moves every port so the layout's lowest becomes
-N (``0``: a free base). ``--set`` adds a broker setting to every broker. ``up``
-returns once every broker is registered with every name server; with
+Layouts: ``1m``, ``2m-2s-sync`` and ``2m-2s-async`` ship with the package; your own
+are found in ``$AIOROCKETMQ_LAYOUTS`` and ``./deploy/conf/<NAME>/`` first (a directory
+path works too). Every node serves ``/metrics`` on its own port (``status`` shows
+it). ``--port-base N`` moves every port by one amount so the layout's lowest
+remoting port becomes N (``0``: a free base). ``--set`` adds a broker setting to
+every broker. ``up`` returns once every broker is registered with every name server; with
 ``--foreground`` it stays attached and stops everything on Ctrl-C or SIGTERM.
 
 Exit codes: 0 done, 1 a node failed to start/stop or did not converge, 2 bad
@@ -83,13 +85,14 @@ def format_status(rows: Sequence[NodeStatus]) -> str:
         return "-" if value is None else str(value)
 
     lines = [
-        f"{'#Node':<14}{'#Role':<14}{'#Address':<18}{'#PID':<9}{'#State':<9}{'#MaxOffset':<14}#Lag"
+        f"{'#Node':<14}{'#Role':<14}{'#Address':<18}{'#Metrics':<10}{'#PID':<9}{'#State':<9}"
+        f"{'#MaxOffset':<14}#Lag"
     ]
     for r in rows:
         state = "running" if r.running else "down"
         lines.append(
-            f"{r.name:<14}{r.role:<14}{r.address:<18}{cell(r.pid):<9}{state:<9}"
-            f"{cell(r.max_offset):<14}{cell(r.lag)}"
+            f"{r.name:<14}{r.role:<14}{r.address:<18}{cell(r.metrics_port or None):<10}"
+            f"{cell(r.pid):<9}{state:<9}{cell(r.max_offset):<14}{cell(r.lag)}"
         )
     return "\n".join(lines)
 

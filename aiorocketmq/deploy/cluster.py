@@ -12,8 +12,8 @@ Run directory (``DIR``)::
 Owns: writing that directory, starting name servers then brokers, waiting for
 ready lines and for every broker to be registered with every name server,
 SIGKILL / SIGTERM / restart of one node by PID, stopping everything (brokers
-first), waiting for slaves to catch up, and the status rows (role, address, PID,
-CommitLog max offset, slave lag).
+first), waiting for slaves to catch up, and the status rows (role, address, metrics
+port, PID, CommitLog max offset, slave lag).
 
 Must not: import broker, name-server or client code: it only runs the CLI
 processes and talks remoting (``probe``).
@@ -43,7 +43,7 @@ from aiorocketmq.deploy.process import (
     free_port_base,
 )
 
-__all__ = ["STATE_FILE", "Cluster", "ClusterError", "NodeStatus", "run_sync"]
+__all__ = ["STATE_FILE", "Cluster", "ClusterError", "NodeStatus", "free_layout_base", "run_sync"]
 
 STATE_FILE = "cluster.json"
 READY_TIMEOUT_S = 60.0
@@ -77,6 +77,8 @@ class NodeStatus:
     running: bool
     max_offset: int | None = None
     lag: int | None = None
+    #: Port of the node's ``/metrics`` endpoint on 127.0.0.1 (0: off).
+    metrics_port: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly form."""
@@ -109,12 +111,16 @@ class Cluster:
     ) -> Cluster:
         """Write ``directory``'s state and configuration files for ``layout``.
 
-        ``port_base`` shifts every port (``0`` picks a free base); None keeps the
-        layout's ports.
+        ``port_base`` shifts every port so the lowest remoting port becomes it
+        (``0`` picks a base where every port, metrics included, is free); None keeps
+        the layout's ports.
+
+        Raises:
+            LayoutError: ``port_base`` moves a port out of range.
+            ProcessError: No free base found.
         """
         if port_base == 0:
-            low = min(layout.ports())
-            port_base = free_port_base(p - low for p in layout.ports())
+            port_base = free_layout_base(layout)
         if port_base is not None:
             layout = layout.shifted(port_base)
         cluster = cls(layout, directory, overrides)
@@ -162,6 +168,7 @@ class Cluster:
                     "listenPort": node.port,
                     "kvConfigPath": str(store / "kvConfig.json"),
                     "configStorePath": str(store / "namesrv.properties"),
+                    "metricsPort": node.metrics_port,
                 }
             )
         return node_properties(node, self.namesrv_addr, store, self.overrides)
@@ -368,8 +375,8 @@ class Cluster:
     # -- status -----------------------------------------------------------------------
 
     async def status_async(self) -> list[NodeStatus]:
-        """One row per node: role, address, PID, running, CommitLog max offset and,
-        for a slave whose master answers, its lag in bytes."""
+        """One row per node: role, address, PID, running, CommitLog max offset,
+        for a slave whose master answers its lag in bytes, and its metrics port."""
         running = {n.name: self.running(n.name) for n in self.layout.nodes}
         brokers = [n for n in self.layout.brokers if running[n.name]]
         infos = await probe.runtime_infos([self.address(n.name) for n in brokers])
@@ -390,6 +397,7 @@ class Cluster:
                     running[node.name],
                     offset,
                     lag,
+                    node.metrics_port,
                 )
             )
         return rows
@@ -397,6 +405,19 @@ class Cluster:
     def status(self) -> list[NodeStatus]:
         """``status_async`` for synchronous callers."""
         return run_sync(self.status_async)
+
+
+def free_layout_base(layout: Layout) -> int:
+    """A ``port_base`` for ``layout.shifted`` at which every port the layout binds
+    (remoting and metrics) is free on 127.0.0.1 now.
+
+    Raises:
+        ProcessError: No such base found.
+    """
+    low_all, low = min(layout.all_ports()), min(layout.ports())
+    # free_port_base wants offsets >= 0: count from the lowest port of all (often a
+    # metrics port), then turn its answer into the base of the lowest remoting port.
+    return free_port_base(p - low_all for p in layout.all_ports()) + (low - low_all)
 
 
 def _behind(at: int | None, target: int | None) -> bool:

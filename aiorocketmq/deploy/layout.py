@@ -1,15 +1,23 @@
 """Cluster layouts: which name servers and brokers a cluster has, and their settings.
 
-A layout is a directory (``deploy/conf/<name>/``) holding one RocketMQ
-``.properties`` file per broker (``broker-a.properties``, ``broker-a-s.properties``,
-...) and an optional manifest ``layout.properties`` (``namesrvPorts=9876;9877``).
-The same files feed docker-compose and ``mqcluster``.
+A layout is a directory holding one RocketMQ ``.properties`` file per broker
+(``broker-a.properties``, ``broker-a-s.properties``, ...) and an optional manifest
+``layout.properties`` (``namesrvPorts=9876;9877``, ``metricsPortBase=5557``). The
+shipped layouts (``1m``, ``2m-2s-sync``, ``2m-2s-async``) are package data under
+``aiorocketmq/deploy/layouts/`` and are found with ``importlib.resources``, so an
+installed wheel has them; the same files feed docker-compose.
+
+Every node gets its own Prometheus ``/metrics`` port: a broker file's ``metricsPort``
+if it sets one (0 turns the endpoint off), else the next free one counting from
+``metricsPortBase`` (default 5557), brokers first in layout order, then name servers.
+So ``1m`` serves broker-a on 5557 and the name server on 5558, the two daemons'
+own defaults.
 
 Owns: finding a layout by name, parsing it into ``NodeSpec`` rows (name servers
 first, then brokers ordered by brokerName and brokerId), building a layout in
 memory (``standard_layout``), shifting every port by a base (``--port-base``),
 and rendering the settings one local run of a node gets (loopback address,
-store under the run directory, the name-server list).
+store under the run directory, the name-server list, its metrics port).
 
 Must not: start processes or open sockets (``aiorocketmq.deploy.launcher``).
 """
@@ -20,6 +28,8 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from aiorocketmq.common.properties_file import format_properties, parse_properties
@@ -33,6 +43,7 @@ __all__ = [
     "layout_search_path",
     "load_layout",
     "node_properties",
+    "shipped_layouts",
     "standard_layout",
 ]
 
@@ -41,8 +52,19 @@ LAYOUTS_ENV = "AIOROCKETMQ_LAYOUTS"
 MANIFEST = "layout.properties"
 NAMESRV = "NAMESRV"
 DEFAULT_NAMESRV_PORT = 9876
+#: The broker's own default ``metricsPort``; the name server's is the next one.
+DEFAULT_METRICS_PORT_BASE = 5557
+PROPERTIES_SUFFIX = ".properties"
+MAX_PORT = 65535
 # Keys a local run always sets itself (the layout's values are for compose).
-_RUN_KEYS = ("listenPort", "haListenPort", "brokerIP1", "storePathRootDir", "namesrvAddr")
+_RUN_KEYS = (
+    "listenPort",
+    "haListenPort",
+    "brokerIP1",
+    "storePathRootDir",
+    "namesrvAddr",
+    "metricsPort",
+)
 
 
 class LayoutError(ValueError):
@@ -61,6 +83,7 @@ class NodeSpec:
         broker_name: brokerName ("" for name servers).
         broker_id: brokerId (-1 for name servers).
         properties: The broker's other settings, RocketMQ's names.
+        metrics_port: Port of its Prometheus ``/metrics`` endpoint (0: off).
     """
 
     name: str
@@ -70,6 +93,7 @@ class NodeSpec:
     broker_name: str = ""
     broker_id: int = -1
     properties: Mapping[str, str] = field(default_factory=dict)
+    metrics_port: int = 0
 
     @property
     def is_namesrv(self) -> bool:
@@ -119,46 +143,83 @@ class Layout:
         return None
 
     def ports(self) -> list[int]:
-        """Every port the layout listens on."""
+        """Every remoting port (listen and HA) of the layout."""
         return [p for n in self.nodes for p in (n.port, n.ha_port) if p]
 
+    def metrics_ports(self) -> list[int]:
+        """Every ``/metrics`` port of the layout (nodes with metrics off have none)."""
+        return [n.metrics_port for n in self.nodes if n.metrics_port]
+
+    def all_ports(self) -> list[int]:
+        """Every port the layout binds: remoting, then metrics."""
+        return self.ports() + self.metrics_ports()
+
     def shifted(self, port_base: int) -> Layout:
-        """The layout with every port moved so the lowest one becomes ``port_base``."""
-        low = min(self.ports())
+        """The layout with every port (metrics too) moved by one amount, so that the
+        lowest remoting port becomes ``port_base``.
+
+        Raises:
+            LayoutError: A moved port would fall outside 1..65535.
+        """
+        delta = port_base - min(self.ports())
 
         def move(port: int) -> int:
-            return port - low + port_base if port else 0
+            return port + delta if port else 0
 
+        moved = [move(p) for p in self.all_ports()]
+        if min(moved) < 1 or max(moved) > MAX_PORT:
+            raise LayoutError(
+                f"layout {self.name}: port base {port_base} moves its ports "
+                f"{min(self.all_ports())}..{max(self.all_ports())} to {min(moved)}..{max(moved)}, "
+                f"outside 1..{MAX_PORT}"
+            )
         nodes = tuple(
-            dataclasses.replace(n, port=move(n.port), ha_port=move(n.ha_port)) for n in self.nodes
+            dataclasses.replace(
+                n, port=move(n.port), ha_port=move(n.ha_port), metrics_port=move(n.metrics_port)
+            )
+            for n in self.nodes
         )
         return Layout(self.name, nodes)
 
 
-def layout_search_path(environ: Mapping[str, str] | None = None) -> list[Path]:
-    """Where named layouts are looked for: ``$AIOROCKETMQ_LAYOUTS``, ``./deploy/conf``,
-    then the source checkout's ``deploy/conf``."""
+def _shipped_root() -> Traversable:
+    return resources.files("aiorocketmq.deploy").joinpath("layouts")
+
+
+def shipped_layouts() -> list[str]:
+    """Names of the layouts shipped in the package, sorted."""
+    return sorted(d.name for d in _shipped_root().iterdir() if d.is_dir())
+
+
+def layout_search_path(environ: Mapping[str, str] | None = None) -> list[Traversable]:
+    """Where named layouts are looked for, in order: the directories in
+    ``$AIOROCKETMQ_LAYOUTS``, ``./deploy/conf`` (a project's own layouts), then the
+    layouts shipped in the package."""
     env = os.environ if environ is None else environ
-    dirs = [Path(p) for p in env.get(LAYOUTS_ENV, "").split(os.pathsep) if p]
+    dirs: list[Traversable] = [Path(p) for p in env.get(LAYOUTS_ENV, "").split(os.pathsep) if p]
     dirs.append(Path.cwd() / "deploy" / "conf")
-    dirs.append(Path(__file__).resolve().parents[2] / "deploy" / "conf")
+    dirs.append(_shipped_root())
     return dirs
 
 
-def find_layout_dir(name: str, environ: Mapping[str, str] | None = None) -> Path:
-    """The directory of layout ``name`` (a path to a directory also works).
+def find_layout_dir(name: str, environ: Mapping[str, str] | None = None) -> Traversable:
+    """The directory of layout ``name`` (a path to a directory also works): a ``Path``
+    for a directory on disk, a package resource for a shipped layout.
 
     Raises:
         LayoutError: Not found.
     """
     direct = Path(name)
-    if direct.is_dir() and any(direct.glob("*.properties")):
+    if direct.is_dir() and any(direct.glob("*" + PROPERTIES_SUFFIX)):
         return direct
     for base in layout_search_path(environ):
-        if (base / name).is_dir():
-            return base / name
+        candidate = base.joinpath(name)
+        if candidate.is_dir():
+            return candidate
     searched = ", ".join(str(p) for p in layout_search_path(environ))
-    raise LayoutError(f"no layout {name!r} (searched {searched})")
+    raise LayoutError(
+        f"no layout {name!r} (searched {searched}; shipped: {', '.join(shipped_layouts())})"
+    )
 
 
 def _int(props: Mapping[str, str], key: str, source: str, default: int | None = None) -> int:
@@ -173,30 +234,58 @@ def _int(props: Mapping[str, str], key: str, source: str, default: int | None = 
         raise LayoutError(f"{source}: {key}={raw!r} is not an integer") from None
 
 
-def _broker_spec(path: Path) -> NodeSpec:
+def _read_properties(path: Traversable) -> dict[str, str]:
     try:
-        props = parse_properties(path.read_text("utf-8"))
+        return parse_properties(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise LayoutError(f"cannot read {path}: {exc}") from None
+
+
+def _broker_spec(path: Traversable) -> NodeSpec:
+    props = _read_properties(path)
     port = _int(props, "listenPort", str(path), 10911)
     broker_id = _int(props, "brokerId", str(path), 0)
     role = props.get("brokerRole", "ASYNC_MASTER").strip().upper()
     if (role == "SLAVE") != (broker_id != 0):
         raise LayoutError(f"{path}: brokerRole {role} does not match brokerId {broker_id}")
+    metrics_port = _int(props, "metricsPort", str(path), 0)
+    if metrics_port < 0:
+        # -1 (a free port) would be chosen by the process, where mqcluster cannot show it.
+        raise LayoutError(f"{path}: metricsPort {metrics_port}: give a port, or 0 for none")
     rest = {k: v for k, v in props.items() if k not in _RUN_KEYS}
     return NodeSpec(
-        name=path.stem,
+        name=path.name.removesuffix(PROPERTIES_SUFFIX),
         role=role,
         port=port,
         ha_port=_int(props, "haListenPort", str(path), port + 1),
         broker_name=props.get("brokerName", "DEFAULT_BROKER").strip(),
         broker_id=broker_id,
         properties=rest,
+        # -1 marks "not set in the file": _assign_metrics_ports gives it one.
+        metrics_port=metrics_port if "metricsPort" in props else -1,
     )
 
 
+def _assign_metrics_ports(nodes: Sequence[NodeSpec], base: int) -> list[NodeSpec]:
+    """Brokers then name servers, each without a port from its file taking the next
+    port from ``base`` that no node set explicitly; order kept as given."""
+    taken = {n.metrics_port for n in nodes if n.metrics_port > 0}
+    free = (p for p in range(base, MAX_PORT + 1) if p not in taken)
+    assigned: dict[str, int] = {}
+    for node in sorted(nodes, key=lambda n: n.is_namesrv):  # stable: brokers first
+        if node.metrics_port < 0:
+            assigned[node.name] = next(free, 0)
+    return [
+        dataclasses.replace(n, metrics_port=assigned[n.name]) if n.name in assigned else n
+        for n in nodes
+    ]
+
+
 def _namesrv_specs(ports: Sequence[int]) -> list[NodeSpec]:
-    return [NodeSpec(f"namesrv-{i}", NAMESRV, port) for i, port in enumerate(ports, 1)]
+    # metrics_port -1: assigned by _assign_metrics_ports.
+    return [
+        NodeSpec(f"namesrv-{i}", NAMESRV, port, metrics_port=-1) for i, port in enumerate(ports, 1)
+    ]
 
 
 def _check(layout: Layout) -> Layout:
@@ -206,7 +295,7 @@ def _check(layout: Layout) -> Layout:
     ids = [(n.broker_name, n.broker_id) for n in layout.brokers]
     if len(set(ids)) != len(ids):
         raise LayoutError(f"layout {layout.name}: two brokers share a brokerName and brokerId")
-    ports = layout.ports()
+    ports = layout.all_ports()
     if len(set(ports)) != len(ports):
         raise LayoutError(f"layout {layout.name}: two listeners share a port {sorted(ports)}")
     if not layout.brokers or not layout.namesrvs:
@@ -221,17 +310,22 @@ def load_layout(name: str, environ: Mapping[str, str] | None = None) -> Layout:
         LayoutError: Missing, unreadable or inconsistent.
     """
     directory = find_layout_dir(name, environ)
-    manifest: dict[str, str] = {}
-    if (directory / MANIFEST).exists():
-        manifest = parse_properties((directory / MANIFEST).read_text("utf-8"))
+    manifest_path = directory.joinpath(MANIFEST)
+    manifest = _read_properties(manifest_path) if manifest_path.is_file() else {}
     raw_ports = manifest.get("namesrvPorts", str(DEFAULT_NAMESRV_PORT))
     try:
         ns_ports = [int(p) for p in raw_ports.split(";") if p.strip()]
     except ValueError:
-        raise LayoutError(f"{directory / MANIFEST}: bad namesrvPorts {raw_ports!r}") from None
-    brokers = [_broker_spec(p) for p in directory.glob("*.properties") if p.name != MANIFEST]
+        raise LayoutError(f"{manifest_path}: bad namesrvPorts {raw_ports!r}") from None
+    metrics_base = _int(manifest, "metricsPortBase", str(manifest_path), DEFAULT_METRICS_PORT_BASE)
+    brokers = [
+        _broker_spec(p)
+        for p in directory.iterdir()
+        if p.name.endswith(PROPERTIES_SUFFIX) and p.name != MANIFEST and p.is_file()
+    ]
     brokers.sort(key=lambda n: (n.broker_name, n.broker_id))
-    return _check(Layout(directory.name, tuple(_namesrv_specs(ns_ports) + brokers)))
+    nodes = _assign_metrics_ports(_namesrv_specs(ns_ports) + brokers, metrics_base)
+    return _check(Layout(directory.name, tuple(nodes)))
 
 
 def standard_layout(
@@ -244,16 +338,18 @@ def standard_layout(
     settings: Mapping[str, object] | None = None,
 ) -> Layout:
     """A layout built in memory: ``brokers`` masters with ``role``, each with a slave
-    ``<name>-s`` when ``slaves``; ports like RocketMQ's examples (9876.., 10911..)."""
+    ``<name>-s`` when ``slaves``; ports like RocketMQ's examples (9876.., 10911..),
+    metrics ports from 5557 as for a layout directory."""
     extra = {k: _text(v) for k, v in (settings or {}).items()}
     nodes = _namesrv_specs([DEFAULT_NAMESRV_PORT + i for i in range(namesrvs)])
     for i, broker in enumerate(brokers):
         base = 10911 + 10 * i
         common = {"brokerClusterName": "DefaultCluster", "flushDiskType": flush, **extra}
-        nodes.append(NodeSpec(broker, role, base, base + 1, broker, 0, common))
+        nodes.append(NodeSpec(broker, role, base, base + 1, broker, 0, common, -1))
         if slaves:
             props = {**common, "slaveReadEnable": "true"}
-            nodes.append(NodeSpec(f"{broker}-s", "SLAVE", base + 4, base + 5, broker, 1, props))
+            nodes.append(NodeSpec(f"{broker}-s", "SLAVE", base + 4, base + 5, broker, 1, props, -1))
+    nodes = _assign_metrics_ports(nodes, DEFAULT_METRICS_PORT_BASE)
     return _check(Layout("inline", tuple(nodes)))
 
 
@@ -268,8 +364,8 @@ def node_properties(
     overrides: Mapping[str, object] | None = None,
 ) -> str:
     """The ``.properties`` text of one local run of broker ``node``: its layout
-    settings, loopback ``brokerIP1``, its ports, its store, the name servers, then
-    ``overrides``."""
+    settings, loopback ``brokerIP1``, its ports (metrics too), its store, the name
+    servers, then ``overrides``."""
     values: dict[str, str] = {
         "brokerName": node.broker_name,
         "brokerId": str(node.broker_id),
@@ -280,6 +376,7 @@ def node_properties(
         "brokerIP1": "127.0.0.1",
         "storePathRootDir": str(store_dir),
         "namesrvAddr": namesrv_addr,
+        "metricsPort": str(node.metrics_port),
     }
     values.update({k: _text(v) for k, v in (overrides or {}).items()})
     return format_properties(values)

@@ -31,18 +31,18 @@ def test_parser_takes_dir_before_or_after_the_subcommand() -> None:
 
 def test_status_table_has_mqadmin_style_headers_and_dashes_for_unknowns() -> None:
     rows = [
-        NodeStatus("namesrv-1", "NAMESRV", "127.0.0.1:9876", 11, True),
+        NodeStatus("namesrv-1", "NAMESRV", "127.0.0.1:9876", 11, True, metrics_port=5558),
         NodeStatus("broker-a", "SYNC_MASTER", "127.0.0.1:10911", None, False),
-        NodeStatus("broker-a-s", "SLAVE", "127.0.0.1:10915", 13, True, 4096, 1024),
+        NodeStatus("broker-a-s", "SLAVE", "127.0.0.1:10915", 13, True, 4096, 1024, 5559),
     ]
     lines = format_status(rows).splitlines()
-    assert lines[0].split() == ["#Node", "#Role", "#Address", "#PID", "#State", "#MaxOffset",
-                                "#Lag"]  # fmt: skip
-    assert lines[1].split() == ["namesrv-1", "NAMESRV", "127.0.0.1:9876", "11", "running", "-",
-                                "-"]  # fmt: skip
-    assert lines[2].split() == ["broker-a", "SYNC_MASTER", "127.0.0.1:10911", "-", "down", "-",
-                                "-"]  # fmt: skip
-    assert lines[3].split()[-2:] == ["4096", "1024"]
+    assert lines[0].split() == ["#Node", "#Role", "#Address", "#Metrics", "#PID", "#State",
+                                "#MaxOffset", "#Lag"]  # fmt: skip
+    assert lines[1].split() == ["namesrv-1", "NAMESRV", "127.0.0.1:9876", "5558", "11",
+                                "running", "-", "-"]  # fmt: skip
+    assert lines[2].split() == ["broker-a", "SYNC_MASTER", "127.0.0.1:10911", "-", "-", "down",
+                                "-", "-"]  # fmt: skip
+    assert lines[3].split()[3:] == ["5559", "13", "running", "4096", "1024"]
 
 
 def test_create_writes_state_conf_and_shifted_ports(tmp_path: Path) -> None:
@@ -57,7 +57,14 @@ def test_create_writes_state_conf_and_shifted_ports(tmp_path: Path) -> None:
     assert ns["kvConfigPath"] == str(tmp_path.resolve() / "store" / "namesrv-2" / "kvConfig.json")
     again = Cluster.open(tmp_path)
     assert again.layout == cluster.layout and again.overrides == {"x": "1"}
-    assert [r.running for r in again.status()] == [False] * 6
+    rows = again.status()
+    assert [r.running for r in rows] == [False] * 6
+    # Every node its own metrics port, moved with the rest (5557.. + 21000 - 9876).
+    assert {r.name: r.metrics_port for r in rows} == {
+        "namesrv-1": 16685, "namesrv-2": 16686, "broker-a": 16681, "broker-a-s": 16682,
+        "broker-b": 16683, "broker-b-s": 16684,
+    }  # fmt: skip
+    assert conf["metricsPort"] == "16684" and ns["metricsPort"] == "16686"
 
 
 def test_free_port_base_finds_ports_that_bind() -> None:

@@ -99,7 +99,13 @@ def test_compose_broker_matches_its_layout_file(broker: str) -> None:
     env = svc["environment"]
     conf_in_image = env["ROCKETMQ_BROKER_CONF"]
     assert conf_in_image.startswith("/opt/aiorocketmq/conf/2m-2s-sync/")
-    local = REPO / "deploy" / "conf" / conf_in_image.removeprefix("/opt/aiorocketmq/conf/")
+    local = (
+        REPO
+        / "aiorocketmq"
+        / "deploy"
+        / "layouts"
+        / conf_in_image.removeprefix("/opt/aiorocketmq/conf/")
+    )
     props = parse_properties(local.read_text("utf-8"))
     port = props["listenPort"]
     # Clients outside the network get brokerIP1:listenPort from the name servers.
@@ -149,7 +155,9 @@ def test_entrypoint_appends_broker_variables_to_the_layout_file(tmp_path: Path) 
     env = {
         "HOME": str(tmp_path),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "ROCKETMQ_BROKER_CONF": str(REPO / "deploy/conf/2m-2s-sync/broker-a-s.properties"),
+        "ROCKETMQ_BROKER_CONF": str(
+            REPO / "aiorocketmq/deploy/layouts/2m-2s-sync/broker-a-s.properties"
+        ),
         "BROKER_brokerIP1": "203.0.113.7",
         "BROKER_fileReservedTime": "12",
     }

@@ -1,4 +1,4 @@
-"""Layouts: the shipped ``deploy/conf`` layouts parse as documented, ports shift by
+"""Layouts: the shipped layouts (package data) parse as documented, ports shift by
 a base, in-memory layouts, inconsistent files are clear errors, and a node's local
 run settings."""
 
@@ -15,11 +15,14 @@ from aiorocketmq.deploy.layout import (
     find_layout_dir,
     load_layout,
     node_properties,
+    shipped_layouts,
     standard_layout,
 )
 
 REPO = Path(__file__).resolve().parents[3]
-SHIPPED = sorted(p.name for p in (REPO / "deploy" / "conf").iterdir() if p.is_dir())
+SHIPPED = sorted(
+    p.name for p in (REPO / "aiorocketmq" / "deploy" / "layouts").iterdir() if p.is_dir()
+)
 
 
 def _summary(layout: Layout) -> list[tuple[str, str, int, int, str, int]]:
@@ -67,7 +70,7 @@ def test_every_shipped_broker_file_uses_rocketmq_keys(name: str) -> None:
         "listenPort", "haListenPort", "deleteWhen", "fileReservedTime", "slaveReadEnable",
         "mappedFileSizeCommitLog",
     }  # fmt: skip
-    files = list((REPO / "deploy" / "conf" / name).glob("broker-*.properties"))
+    files = list((REPO / "aiorocketmq" / "deploy" / "layouts" / name).glob("broker-*.properties"))
     assert files
     for path in files:
         keys = set(parse_properties(path.read_text("utf-8")))
@@ -157,3 +160,69 @@ def test_inconsistent_layouts_are_clear_errors(
         _write(tmp_path / "bad", name, text)
     with pytest.raises(LayoutError, match=error):
         load_layout(str(tmp_path / "bad"))
+
+
+# -- package data and metrics ports -----------------------------------------------------
+
+
+def test_shipped_layouts_are_package_resources(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no ./deploy/conf: only the package can answer
+    assert shipped_layouts() == SHIPPED
+    found = find_layout_dir("1m", {})
+    assert str(found).endswith(str(Path("aiorocketmq", "deploy", "layouts", "1m")))
+    with pytest.raises(LayoutError, match=r"shipped: 1m, 2m-2s-async, 2m-2s-sync"):
+        load_layout("nope", {})
+
+
+def test_project_layouts_in_cwd_win_over_shipped(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _write(tmp_path / "deploy" / "conf" / "1m", "mine.properties", "brokerName=mine\n")
+    monkeypatch.chdir(tmp_path)
+    assert [n.name for n in load_layout("1m", {}).brokers] == ["mine"]
+
+
+def test_every_node_has_its_own_metrics_port() -> None:
+    layout = load_layout("2m-2s-sync")
+    assert {n.name: n.metrics_port for n in layout.nodes} == {
+        "broker-a": 5557, "broker-a-s": 5558, "broker-b": 5559, "broker-b-s": 5560,
+        "namesrv-1": 5561, "namesrv-2": 5562,
+    }  # fmt: skip
+    # 1m keeps the daemons' own defaults: broker 5557, name server 5558.
+    assert [(n.name, n.metrics_port) for n in load_layout("1m").nodes] == [
+        ("namesrv-1", 5558), ("broker-a", 5557),
+    ]  # fmt: skip
+    inline = standard_layout(["broker-a", "broker-b"], slaves=True)
+    assert sorted(inline.metrics_ports()) == list(range(5557, 5562))
+
+
+def test_metrics_ports_from_files_and_manifest(tmp_path: Path) -> None:
+    _write(tmp_path, "layout.properties", "namesrvPorts=9876;9877\nmetricsPortBase=7000\n")
+    _write(tmp_path, "a.properties", "brokerName=a\nlistenPort=12000\nmetricsPort=7001\n")
+    _write(tmp_path, "b.properties", "brokerName=b\nlistenPort=12010\n")
+    _write(tmp_path, "c.properties", "brokerName=c\nlistenPort=12020\nmetricsPort=0\n")
+    layout = load_layout(str(tmp_path))
+    # a's own 7001 is skipped by the others; c is off and binds nothing.
+    assert {n.name: n.metrics_port for n in layout.nodes} == {
+        "a": 7001, "b": 7000, "c": 0, "namesrv-1": 7002, "namesrv-2": 7003,
+    }  # fmt: skip
+    assert "metricsPort" not in layout.node("a").properties  # the run sets it
+    assert parse_properties(node_properties(layout.node("c"), "x", tmp_path))["metricsPort"] == "0"
+
+
+def test_bad_metrics_ports_are_clear_errors(tmp_path: Path) -> None:
+    _write(tmp_path / "free", "a.properties", "brokerName=a\nmetricsPort=-1\n")
+    with pytest.raises(LayoutError, match=r"a\.properties: metricsPort -1: give a port, or 0"):
+        load_layout(str(tmp_path / "free"))
+    _write(tmp_path / "clash", "a.properties", "brokerName=a\nmetricsPort=10911\n")
+    with pytest.raises(LayoutError, match="two listeners share a port"):
+        load_layout(str(tmp_path / "clash"))
+
+
+def test_shift_moves_metrics_ports_and_refuses_out_of_range() -> None:
+    layout = load_layout("1m").shifted(20000)
+    assert [(n.port, n.metrics_port) for n in layout.nodes] == [(20000, 15682), (21035, 15681)]
+    with pytest.raises(LayoutError, match=r"port base 2000 .* outside 1\.\.65535"):
+        load_layout("1m").shifted(2000)
