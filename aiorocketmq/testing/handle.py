@@ -1,6 +1,6 @@
 """The handle ``rocketmq_cluster`` yields, and the factory that makes them.
 
-Owns: starting a layout (a name under ``deploy/conf`` or a ``Layout`` built with
+Owns: starting a layout (a shipped or project layout's name, or a ``Layout`` built with
 ``aiorocketmq.deploy.standard_layout``) on free loopback ports in a temporary
 directory with small store files, the handle's conveniences (node roles and
 addresses, async variants of the blocking calls), and stopping every process it
@@ -118,8 +118,9 @@ class ClusterFactory:
         registered with every name server.
 
         Args:
-            layout: A layout name (``1m``, ``2m-2s-sync``, ``2m-2s-async``; looked up
-                in ``$AIOROCKETMQ_LAYOUTS`` and ``./deploy/conf``), a layout
+            layout: A layout name (``1m``, ``2m-2s-sync``, ``2m-2s-async`` ship with
+                the package; ``$AIOROCKETMQ_LAYOUTS`` and ``./deploy/conf`` are searched
+                first, for your own), a layout
                 directory, or a ``Layout`` (``aiorocketmq.deploy.standard_layout``).
             settings: Broker settings for every broker (RocketMQ's names), applied
                 after ``SMALL_FILES``.
