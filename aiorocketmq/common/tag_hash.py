@@ -2,8 +2,9 @@
 
 Owns: ``java_string_hash`` (over UTF-16 code units with 32-bit signed wrap-around),
 ``tags_code`` (what a ConsumeQueue unit stores for a message's ``TAGS``, and what a
-subscription's code set holds) and ``index_key_hash`` (the IndexFile slot hash of
-``topic#key``).
+subscription's code set holds), ``index_key_hash`` (the IndexFile slot hash of
+``topic#key``) and ``index_key_hashes``, the same for many keys in one numpy pass
+(the dispatcher hashes a whole chunk's keys at once).
 
 Must not: do I/O, or hash anything any other way: the broker's tag filter and the
 IndexFile must agree bit for bit with files and heartbeats written by Java.
@@ -12,7 +13,11 @@ IndexFile must agree bit for bit with files and heartbeats written by Java.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import Final
+
+import numpy as np
+import numpy.typing as npt
 
 _MASK32: Final = 0xFFFFFFFF
 _SIGN32: Final = 0x80000000
@@ -75,6 +80,54 @@ def index_key_hash(key: str) -> int:
     if h == _INT_MIN:
         return 0
     return -h if h < 0 else h
+
+
+_POW31: list[npt.NDArray[np.uint64]] = [np.ones(1, dtype=np.uint64)]
+
+
+def _powers_of_31(n: int) -> npt.NDArray[np.uint64]:
+    """``31**k mod 2**64`` for ``k < n`` (grown on demand, kept)."""
+    table = _POW31[0]
+    if len(table) < n:
+        size = max(n, 2 * len(table), 256)
+        powers = [1] * size
+        for k in range(1, size):
+            powers[k] = powers[k - 1] * 31 & 0xFFFFFFFFFFFFFFFF
+        table = _POW31[0] = np.array(powers, dtype=np.uint64)
+    return table
+
+
+def index_key_hashes(keys: Sequence[str]) -> npt.NDArray[np.int64]:
+    """``index_key_hash`` of every key, in one vectorised pass when all are ASCII.
+
+    ``hashCode`` is ``sum(c[i] * 31**(n-1-i))`` mod 2**32; computed mod 2**64 in
+    uint64 (wrapping) it agrees in the low 32 bits, which are all Java keeps.
+
+    Args:
+        keys: full index keys (``topic#key``).
+
+    Returns:
+        One value in ``[0, 2**31 - 1]`` per key, as ``index_key_hash`` gives.
+    """
+    count = len(keys)
+    joined = "".join(keys)
+    if not joined.isascii():
+        return np.fromiter(map(index_key_hash, keys), dtype=np.int64, count=count)
+    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=count)
+    ends = np.cumsum(lengths)
+    units = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).astype(np.uint64)
+    # Each unit's power: how many units follow it within its own key.
+    owner = np.repeat(np.arange(count), lengths)
+    exponent = ends[owner] - 1 - np.arange(len(units), dtype=np.int64)
+    terms = units * _powers_of_31(int(lengths.max(initial=0)))[exponent]
+    # Per-key sums as differences of one running sum (wrapping, so still exact mod 2**64).
+    running = np.zeros(len(units) + 1, dtype=np.uint64)
+    np.cumsum(terms, out=running[1:])
+    sums = running[ends] - running[ends - lengths]
+    low = (sums & np.uint64(_MASK32)).astype(np.int64)
+    signed = np.where(low >= _SIGN32, low - 0x100000000, low)
+    # Math.abs, and abs(Integer.MIN_VALUE) (still negative in Java) taken as 0.
+    return np.where(signed == _INT_MIN, 0, np.abs(signed))
 
 
 def index_key(topic: str, key: str) -> str:

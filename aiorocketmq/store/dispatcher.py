@@ -41,6 +41,7 @@ import logging
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any, Final
 
 from aiorocketmq.common.constants import (
@@ -82,6 +83,10 @@ the loop after a record was dispatched; ``max_offset`` is its queue offset + 1."
 CHUNK_RECORDS: Final = 1024
 """Records dispatched before the service yields to the loop: bounds the time any
 put or pull waits behind a large backlog (about 10 ms of work)."""
+
+_CHUNK_SECONDS: Final = 0.001
+"""A chunk also ends once it took this long (checked every 32 records): the loop-lag
+budget, whatever the records cost."""
 
 _SAFETY_WAKE_S: Final = 1.0
 _FILE_RETRIES: Final = 3  # IndexService: 3 creations 1 s apart, then the index is in error
@@ -249,7 +254,11 @@ class ReputMessageService(Service):
     # -- one bounded step (plain def: no await) ------------------------------------------
 
     def _reput_step(self) -> str | _NeedFile:
-        """Dispatch up to ``chunk_records`` records of the slice at ``reput_from``."""
+        """Dispatch up to ``chunk_records`` records of the slice at ``reput_from``.
+
+        Units go in record by record; the chunk's index keys then go in one batch
+        (hashed together), and only then are its records announced as dispatched.
+        """
         selected = self._commit_log.get_data(self.reput_from)
         if selected is None:
             return _STOP
@@ -258,15 +267,31 @@ class ReputMessageService(Service):
             self.reput_from = base
             scanner = RecordScanner(selected.view)
             budget = self._chunk
+            deadline = perf_counter() + _CHUNK_SECONDS
+            done: list[DispatchRequest] = []
+            ends: list[int] = []
+            outcome: str | _NeedFile | None = None
             for record in scanner:
                 request = self._build_request(record)
-                need = self._dispatch(request)
+                need = self._put_unit(request)
                 if need is not None:
-                    return need  # reput_from still points at this record
-                self.reput_from = base + record.end
+                    outcome = need
+                    break
+                done.append(request)
+                ends.append(base + record.end)
                 budget -= 1
-                if budget == 0:
-                    return _CONTINUE
+                if budget == 0 or (budget & 31 == 0 and perf_counter() > deadline):
+                    outcome = _CONTINUE
+                    break
+            indexed = self._index_all(done)
+            for request in done[:indexed]:
+                self._notify(request)
+            if indexed:
+                self.reput_from = ends[indexed - 1]
+            if indexed < len(done):
+                return _NeedFile(done[indexed], None)  # reput_from points at it
+            if outcome is not None:
+                return outcome
             assert scanner.stop is not None
             return self._after_stop(scanner.stop, base, selected.size, selected.view)
 
@@ -298,32 +323,36 @@ class ReputMessageService(Service):
             return tags
         return store_timestamp + self._delays_ms[level - 1]
 
-    def _dispatch(self, request: DispatchRequest) -> _NeedFile | None:
-        """Unit, index keys, listeners; a _NeedFile when a file must be created first."""
-        if request.builds_consume_queue:
-            queue = self._cq_table.find_or_create(request.topic, request.queue_id)
-            status = queue.put(
-                request.commit_log_offset,
-                request.msg_size,
-                request.tags_code,
-                request.consume_queue_offset,
-                request.store_timestamp,
-            )
-            if status is PutUnitStatus.NEED_FILE:
-                return _NeedFile(request, queue)
-            if status is PutUnitStatus.OK:
-                self._checkpoint.logics_msg_timestamp = request.store_timestamp
-                if self._slave:
-                    self._checkpoint.physic_msg_timestamp = request.store_timestamp
-            elif status is PutUnitStatus.ERROR:
-                # The unit could not be written: stop taking puts and say so loudly;
-                # dispatch goes on so the other queues stay current.
-                self._flags.make_logics_queue_error()
-                log.error("consume queue write failed; store no longer writeable %s", request)
-        if self._index_enabled and not self._index.build_index(request):
-            return _NeedFile(request, None)
-        self._notify(request)
+    def _put_unit(self, request: DispatchRequest) -> _NeedFile | None:
+        """The record's ConsumeQueue unit; a _NeedFile when a file must be created first."""
+        if not request.builds_consume_queue:
+            return None
+        queue = self._cq_table.find_or_create(request.topic, request.queue_id)
+        status = queue.put(
+            request.commit_log_offset,
+            request.msg_size,
+            request.tags_code,
+            request.consume_queue_offset,
+            request.store_timestamp,
+        )
+        if status is PutUnitStatus.NEED_FILE:
+            return _NeedFile(request, queue)
+        if status is PutUnitStatus.OK:
+            self._checkpoint.logics_msg_timestamp = request.store_timestamp
+            if self._slave:
+                self._checkpoint.physic_msg_timestamp = request.store_timestamp
+        elif status is PutUnitStatus.ERROR:
+            # The unit could not be written: stop taking puts and say so loudly;
+            # dispatch goes on so the other queues stay current.
+            self._flags.make_logics_queue_error()
+            log.error("consume queue write failed; store no longer writeable %s", request)
         return None
+
+    def _index_all(self, requests: list[DispatchRequest]) -> int:
+        """Index keys of ``requests``: how many are done (the rest wait for a file)."""
+        if not self._index_enabled:
+            return len(requests)
+        return self._index.build_indexes(requests)
 
     def _notify(self, request: DispatchRequest) -> None:
         self._stats.dispatched_messages += 1

@@ -37,6 +37,9 @@ import time
 from pathlib import Path
 from typing import Final
 
+import numpy as np
+import numpy.typing as npt
+
 from aiorocketmq.common.tag_hash import index_key_hash
 from aiorocketmq.store.errors import StoreLoadError
 from aiorocketmq.store.mapped_file import MappedFile
@@ -59,6 +62,8 @@ _ITEM: Final = struct.Struct(">iqii")
 _INT: Final = struct.Struct(">i")
 _LONG: Final = struct.Struct(">q")
 _INT_MAX: Final = 0x7FFFFFFF
+_SLOT_DTYPE: Final = np.dtype(">i4")
+_ITEM_DTYPE: Final = np.dtype([("hash", ">i4"), ("phy", ">i8"), ("diff", ">i4"), ("prev", ">i4")])
 _BEGIN_TIMESTAMP, _END_TIMESTAMP, _BEGIN_PHY, _END_PHY, _SLOT_COUNT, _INDEX_COUNT = (
     0, 8, 16, 24, 32, 36,
 )  # fmt: skip
@@ -197,11 +202,88 @@ class IndexFile:
             phy_offset: the message's CommitLog offset.
             store_timestamp: its store time (ms).
         """
+        return self._put_hash(index_key_hash(key), phy_offset, store_timestamp)
+
+    def put_hashes(
+        self,
+        hashes: npt.NDArray[np.int64],
+        phy_offsets: npt.NDArray[np.int64],
+        store_timestamps: npt.NDArray[np.int64],
+    ) -> int:
+        """Add items for many keys at once, exactly as ``put_key`` one by one would.
+
+        Args:
+            hashes: each key's ``index_key_hash`` (``index_key_hashes``).
+            phy_offsets: each key's message offset, non-decreasing.
+            store_timestamps: each key's message store time (ms).
+
+        Returns:
+            How many were added (a prefix); fewer than given when the file filled.
+        """
+        total = min(len(hashes), self.index_num - self.index_count)
+        done = 0
+        # The first items also set the begin values, which later items' timeDiff reads.
+        while done < total and self.index_count <= 1:
+            self._put_hash(int(hashes[done]), int(phy_offsets[done]), int(store_timestamps[done]))
+            done += 1
+        if done < total:
+            self._put_hashes(
+                hashes[done:total], phy_offsets[done:total], store_timestamps[done:total]
+            )
+        return total
+
+    def _put_hashes(
+        self,
+        hashes: npt.NDArray[np.int64],
+        phy_offsets: npt.NDArray[np.int64],
+        store_timestamps: npt.NDArray[np.int64],
+    ) -> None:
+        """The vectorised ``putKey`` loop; every item fits and ``index_count`` >= 2."""
+        n = len(hashes)
+        count0 = self.index_count
+        positions = np.arange(count0, count0 + n, dtype=np.int64)  # each item's number
+        slot_table = np.frombuffer(self._buf, _SLOT_DTYPE, self.hash_slot_num, INDEX_HEADER_SIZE)
+        slots = hashes % self.hash_slot_num
+        # Chains: an item links to the previous item of its slot in this run, the first
+        # of each slot to the slot's head, kept only if valid for the count of its time.
+        order = np.argsort(slots, kind="stable")
+        ordered = slots[order]
+        follows = np.empty(n, dtype=bool)
+        follows[0] = False
+        np.equal(ordered[1:], ordered[:-1], out=follows[1:])
+        prev = np.empty(n, dtype=np.int64)
+        prev[order[1:]] = positions[order[:-1]]
+        heads = slot_table[slots].astype(np.int64)
+        firsts = order[~follows]
+        head_of_first = heads[firsts]
+        valid = (head_of_first > 0) & (head_of_first <= positions[firsts])
+        prev[firsts] = np.where(valid, head_of_first, 0)
+        begin = self.begin_timestamp
+        if begin > 0:
+            diff = np.clip((store_timestamps - begin) // 1000, 0, _INT_MAX)
+        else:
+            diff = np.zeros(n, dtype=np.int64)
+        items = np.frombuffer(
+            self._buf, _ITEM_DTYPE, n, self._items_base + count0 * INDEX_ITEM_SIZE
+        )
+        items["hash"] = hashes
+        items["phy"] = phy_offsets
+        items["diff"] = diff
+        items["prev"] = prev
+        lasts = order[np.append(~follows[1:], True)]
+        slot_table[slots[lasts]] = positions[lasts]
+        self.hash_slot_count += int(np.count_nonzero(~valid))
+        _INT.pack_into(self._buf, _SLOT_COUNT, self.hash_slot_count)
+        self.index_count = count0 + n
+        _INT.pack_into(self._buf, _INDEX_COUNT, self.index_count)
+        self._set_long(_END_PHY, int(phy_offsets[-1]))
+        self._set_long(_END_TIMESTAMP, int(store_timestamps[-1]))
+
+    def _put_hash(self, key_hash: int, phy_offset: int, store_timestamp: int) -> bool:
         count = self.index_count
         if count >= self.index_num:
             return False
         buf = self._buf
-        key_hash = index_key_hash(key)
         slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
         head = _INT.unpack_from(buf, slot_pos)[0]
         if head <= 0 or head > count:

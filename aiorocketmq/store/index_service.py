@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from aiorocketmq.common.clock import Clock, SystemClock
 from aiorocketmq.common.constants import MessageSysFlag
 from aiorocketmq.common.properties import MessageConst
+from aiorocketmq.common.tag_hash import index_key_hashes
 from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.runtime.lifecycle import Service
 from aiorocketmq.store.config import MessageStoreConfig
@@ -154,28 +157,52 @@ class IndexService(Service):
             True when done (or nothing to do); False when the current file is full
             or missing: ``await create_file()`` and call again with the same request.
         """
-        if not self.enabled:
-            return True
-        if request.transaction_type == MessageSysFlag.TRANSACTION_ROLLBACK_TYPE:
-            return True
-        keys = index_keys(request)
-        if not keys:
-            return True
+        return self.build_indexes([request]) == 1
+
+    def build_indexes(self, requests: Sequence[DispatchRequest]) -> int:
+        """Index many dispatched messages at once, as ``build_index`` on each in turn.
+
+        The keys of all of them are hashed in one pass and written in one run per file.
+
+        Returns:
+            How many requests are done, a prefix of ``requests``; when fewer than all,
+            the next one needs a new file: ``await create_file()`` and call again from it.
+        """
+        if not self.enabled or not requests:
+            return len(requests)
         index = self.writable_file()
-        if index is None:
-            return False
-        offset = request.commit_log_offset
-        if offset < index.end_phy_offset:
-            return True  # indexed before (redispatch)
-        start = 0
-        if self._resume is not None and self._resume[0] == offset:
-            start = self._resume[1]
+        end_phy = index.end_phy_offset if index is not None else -1
+        keys: list[str] = []
+        owners: list[int] = []  # per key: the position of its request in ``requests``
+        rollback = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+        resume = self._resume
         self._resume = None
-        for done in range(start, len(keys)):
-            if not index.put_key(keys[done], offset, request.store_timestamp):
-                self._resume = (offset, done)
-                return False
-        return True
+        for position, request in enumerate(requests):
+            offset = request.commit_log_offset
+            if offset < end_phy or request.transaction_type == rollback:
+                continue  # indexed before (redispatch), or nothing to index
+            found = index_keys(request)
+            if resume is not None and resume[0] == offset:
+                found = found[resume[1] :]
+            keys.extend(found)
+            owners.extend([position] * len(found))
+        if not keys:
+            return len(requests)
+        if index is None:
+            self._resume = resume
+            return owners[0]
+        owner = np.array(owners, dtype=np.int64)
+        offsets = np.fromiter((r.commit_log_offset for r in requests), np.int64, len(requests))
+        times = np.fromiter((r.store_timestamp for r in requests), np.int64, len(requests))
+        put = index.put_hashes(index_key_hashes(keys), offsets[owner], times[owner])
+        if put == len(keys):
+            return len(requests)
+        stuck = int(owner[put])
+        done_of_stuck = put - int(np.searchsorted(owner, stuck))
+        if resume is not None and resume[0] == requests[stuck].commit_log_offset:
+            done_of_stuck += resume[1]
+        self._resume = (requests[stuck].commit_log_offset, done_of_stuck)
+        return stuck
 
     # -- new files ---------------------------------------------------------------------
 

@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiorocketmq.common.tag_hash import index_key, index_key_hash, java_string_hash, tags_code
+from aiorocketmq.common.tag_hash import (
+    index_key,
+    index_key_hash,
+    index_key_hashes,
+    java_string_hash,
+    tags_code,
+)
 
 
 def reference_hash(text: str) -> int:
@@ -78,3 +84,21 @@ def test_index_key_hash_is_non_negative(key: str) -> None:
     assert 0 <= value < 2**31
     h = reference_hash(key)
     assert value == (0 if h == -(2**31) else abs(h))
+
+
+@given(st.lists(st.text(max_size=60), max_size=30))
+def test_index_key_hashes_equal_the_scalar_hash(keys: list[str]) -> None:
+    """Empty keys, long keys, non-ASCII (the scalar fallback) and surrogates alike."""
+    assert index_key_hashes(keys).tolist() == [index_key_hash(k) for k in keys]
+
+
+@given(st.lists(st.text(alphabet=st.characters(max_codepoint=127), max_size=300), max_size=30))
+def test_index_key_hashes_vectorised_ascii_path(keys: list[str]) -> None:
+    """All-ASCII batches take the numpy path; keys longer than any seen grow the table."""
+    assert index_key_hashes(keys).tolist() == [index_key_hash(k) for k in keys]
+
+
+def test_index_key_hashes_min_value_maps_to_zero() -> None:
+    # "polygenelubricants".hashCode() == Integer.MIN_VALUE (a well-known Java example).
+    assert java_string_hash("polygenelubricants") == -(2**31)
+    assert index_key_hashes(["polygenelubricants", "a"]).tolist() == [0, index_key_hash("a")]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from aiorocketmq.common.tag_hash import index_key_hash
+from aiorocketmq.common.tag_hash import index_key_hash, index_key_hashes
 from aiorocketmq.store.errors import StoreLoadError
 from aiorocketmq.store.index_file import (
     IndexFile,
@@ -130,3 +134,62 @@ def test_open_checks_size_and_reads_header(tmp_path: Path) -> None:
     (tmp_path / "notes").write_bytes(b"")
     with pytest.raises(StoreLoadError):
         IndexFile.open_blocking(tmp_path / "notes", SLOTS, ITEMS)
+
+
+# -- batch put: byte for byte what put_key one by one writes ---------------------------
+
+_keys = st.lists(
+    st.tuples(
+        st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=0x30FF), max_size=12),
+        st.integers(0, 5_000),  # offset step
+        st.integers(-3_000, 9_000),  # store time step (ms), clocks may go back
+    ),
+    max_size=40,
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    keys=_keys,
+    end_phy=st.sampled_from([0, 4096]),
+    end_time=st.sampled_from([0, T0]),
+    garbage=st.lists(st.integers(-5, 30), min_size=SLOTS, max_size=SLOTS),
+    split=st.integers(0, 40),
+)
+def test_put_hashes_writes_what_put_key_writes(
+    tmp_path_factory: pytest.TempPathFactory,
+    keys: list[tuple[str, int, int]],
+    end_phy: int,
+    end_time: int,
+    garbage: list[int],
+    split: int,
+) -> None:
+    """Random keys (collisions, non-ASCII, a full file, slot heads pointing anywhere)."""
+    folder = tmp_path_factory.mktemp("idx")
+    one = new_index(folder, "1", end_phy_offset=end_phy, end_timestamp=end_time)
+    many = new_index(folder, "2", end_phy_offset=end_phy, end_timestamp=end_time)
+    for index in (one, many):  # a slot table as a recovered file may hold it
+        struct.pack_into(f">{SLOTS}i", index.mapped.buffer, 40, *garbage)
+    full = [f"T#{k}" for k, _, _ in keys]
+    offsets = list(itertools.accumulate((step for _, step, _ in keys), initial=end_phy))[1:]
+    times = list(itertools.accumulate((step for _, _, step in keys), initial=T0))[1:]
+    put_one = sum(one.put_key(k, o, t) for k, o, t in zip(full, offsets, times, strict=True))
+    put_many = 0
+    for part in (slice(0, split), slice(split, None)):  # two runs: chains cross batches
+        put_many += many.put_hashes(
+            index_key_hashes(full[part]),
+            np.array(offsets[part], dtype=np.int64),
+            np.array(times[part], dtype=np.int64),
+        )
+    assert put_many == put_one == min(len(keys), ITEMS - 1)
+    assert bytes(many.mapped.buffer) == bytes(one.mapped.buffer)
+    for attr in ("index_count", "hash_slot_count", "begin_timestamp", "end_timestamp"):
+        assert getattr(many, attr) == getattr(one, attr), attr
+    assert (many.begin_phy_offset, many.end_phy_offset) == (
+        one.begin_phy_offset,
+        one.end_phy_offset,
+    )
+    one.mapped.shutdown()
+    many.mapped.shutdown()

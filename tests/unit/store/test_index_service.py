@@ -3,6 +3,7 @@ may span two files), queries across files, expiry and loading after a crash."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -201,3 +202,42 @@ async def test_failed_load_leaves_nothing_mapped(
     with pytest.raises(StoreLoadError, match="bytes"):
         reader.load_blocking(last_exit_ok=True, index_msg_timestamp=0)
     assert reader.files == []
+
+
+async def test_batches_write_the_same_files_as_one_message_at_a_time(
+    tmp_path: Path, executor: BlockingExecutor
+) -> None:
+    """The dispatcher's batch path across rotations, rollbacks and no-key
+    messages: every file byte for byte what ``build_index`` one by one writes."""
+    rollback = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+    requests = [
+        request(
+            n * 100,
+            keys=" ".join(f"k{n % 7}-{j}" for j in range(n % 4)) or None,
+            uniq=None if n % 5 == 0 else f"U{n:04X}",
+            sys_flag=rollback if n % 11 == 3 else 0,
+            ts=T0 + n * 700,
+        )
+        for n in range(60)
+    ]
+    services = []
+    for name in ("one", "batch"):
+        config = small_config(tmp_path / name)
+        services.append(IndexService(config, executor, clock=ManualClock(T0)))
+    one, batch = services
+    for req in requests:
+        await build(one, req)
+    position, sizes = 0, itertools.cycle((1, 9, 4, 17))  # uneven batches, as chunks end
+    while position < len(requests):
+        chunk = requests[position : position + next(sizes)]
+        done = batch.build_indexes(chunk)
+        position += done
+        if done < len(chunk):
+            await batch.create_file()  # then the stuck message again, from its next key
+    assert [f.mapped.path.name for f in batch.files] == [f.mapped.path.name for f in one.files]
+    assert len(one.files) > 3
+    for mine, theirs in zip(batch.files, one.files, strict=True):
+        assert bytes(mine.mapped.buffer) == bytes(theirs.mapped.buffer)
+    for service in services:
+        await service.shutdown()
+        service.close()
