@@ -17,7 +17,7 @@ async def test_a_blocking_callback_is_recorded_as_its_length() -> None:
     try:
         await wait_until(lambda: sum(probe.counts) >= 3, what="a few idle runs")
         idle = sum(probe.counts)
-        time.sleep(0.03)  # holds the loop on purpose: the stall the probe must see
+        time.sleep(0.03)  # noqa: ASYNC251 -- holds the loop on purpose: the stall to see
         await wait_until(lambda: sum(probe.counts) > idle, what="the run after the stall")
     finally:
         probe.stop()
