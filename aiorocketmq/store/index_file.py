@@ -43,6 +43,7 @@ import numpy.typing as npt
 from aiorocketmq.common.tag_hash import index_key_hash
 from aiorocketmq.store.errors import StoreLoadError
 from aiorocketmq.store.mapped_file import MappedFile
+from aiorocketmq.store.page_ops import msync
 
 __all__ = [
     "HASH_SLOT_SIZE",
@@ -354,4 +355,4 @@ class IndexFile:
         loop. (The one visible difference: a flushed file that never got an item
         keeps indexCount 0 on disk, which reads as 1 either way.)
         """
-        self._buf.flush()
+        msync(self._buf)

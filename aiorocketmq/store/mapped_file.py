@@ -38,8 +38,6 @@ force-unmaps a still-referenced file after 120 s; Python cannot do that safely).
 
 from __future__ import annotations
 
-import ctypes
-import errno
 import logging
 import mmap
 import os
@@ -52,6 +50,7 @@ import numpy as np
 
 from aiorocketmq.runtime.files import fsync_dir_blocking
 from aiorocketmq.store.errors import StoreError, StoreIOError, StoreLoadError
+from aiorocketmq.store.page_ops import msync, populate_write
 
 __all__ = [
     "CREATING_SUFFIX",
@@ -71,23 +70,9 @@ OS_PAGE_SIZE: Final = 4096
 FILE_NAME_DIGITS: Final = 20
 """CommitLog and ConsumeQueue file names: the start offset, zero-padded to 20 digits."""
 
-_MADV_POPULATE_WRITE: Final = 23  # Linux >= 5.14; not exported by Python's mmap module
 _WARM_CHUNK_BYTES: Final = 4 * 1024 * 1024
 CREATING_SUFFIX: Final = ".creating"
 """Suffix of a file being created; see ``MappedFile.create_blocking``."""
-
-
-def _load_libc() -> Any:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        libc.madvise.restype = ctypes.c_int
-    except (OSError, AttributeError):
-        return None
-    return libc
-
-
-_LIBC: Final = _load_libc()  # read-only after import; ctypes calls release the GIL
 
 
 def reserve_blocks(fd: int, size: int) -> None:
@@ -526,7 +511,7 @@ class MappedFile:
                 raise StoreIOError(f"flush of {self.path} failed") from self.fail_flushes
             start = flushed - flushed % OS_PAGE_SIZE
             try:
-                self.buffer.flush(start, read - start)
+                msync(self.buffer, start, read - start)
             except (OSError, ValueError) as exc:
                 raise StoreIOError(f"msync of {self.path} failed: {exc}") from exc
         return max(read, flushed)
@@ -548,19 +533,19 @@ class MappedFile:
         start = -(-self.wrote_position // OS_PAGE_SIZE) * OS_PAGE_SIZE
         synced = start
         mm = self.buffer
-        populate = _LIBC is not None
+        populate = True
         for chunk in range(start, self.file_size, _WARM_CHUNK_BYTES):
             end = min(chunk + _WARM_CHUNK_BYTES, self.file_size)
             if populate:
-                populate = _populate_write(mm, chunk, end)
+                populate = populate_write(mm, chunk, end)
             if not populate:
                 for page in range(chunk, end, OS_PAGE_SIZE):
                     mm[page] = 0
             if msync_every_pages > 0 and (end - synced) // OS_PAGE_SIZE >= msync_every_pages:
-                mm.flush(synced, end - synced)
+                msync(mm, synced, end - synced)
                 synced = end
         if msync_every_pages > 0 and synced < self.file_size:
-            mm.flush(synced, self.file_size - synced)
+            msync(mm, synced, self.file_size - synced)
 
     def delete_blocking(self) -> bool:
         """Remove the file's path; executor only. True if it existed.
@@ -589,18 +574,3 @@ def delete_files_blocking(files: Iterable[MappedFile]) -> int:
         How many paths existed and were removed.
     """
     return sum(1 for f in files if f.delete_blocking())
-
-
-def _populate_write(mm: mmap.mmap, start: int, end: int) -> bool:
-    """madvise(MADV_POPULATE_WRITE) on ``[start, end)``; False if unsupported."""
-    anchor = ctypes.c_char.from_buffer(mm)  # an export: must go before mm can close
-    try:
-        address = ctypes.addressof(anchor) + start
-        if _LIBC.madvise(address, end - start, _MADV_POPULATE_WRITE) == 0:
-            return True
-        err = ctypes.get_errno()
-    finally:
-        del anchor
-    if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-        raise StoreIOError(f"madvise(MADV_POPULATE_WRITE) failed: {os.strerror(err)}")
-    return False

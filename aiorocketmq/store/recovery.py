@@ -53,6 +53,7 @@ from aiorocketmq.store.commit_log import CommitLog
 from aiorocketmq.store.config import MessageStoreConfig
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
 from aiorocketmq.store.mapped_file import MappedFile
+from aiorocketmq.store.page_ops import msync
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +240,7 @@ def _zero_tail_blocking(mapped: MappedFile, cut: int) -> int:
     extent = _dirty_extent_blocking(mapped, cut)
     if extent:
         mapped.buffer[cut : cut + extent] = bytes(extent)
-        mapped.buffer.flush()
+        msync(mapped.buffer)
     return extent
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.store import mapped_file as mapped_file_module
+from aiorocketmq.store import page_ops
 from aiorocketmq.store.errors import StoreError, StoreIOError, StoreLoadError
 from aiorocketmq.store.mapped_file import (
     OS_PAGE_SIZE,
@@ -208,7 +208,7 @@ def test_warm_keeps_written_bytes_and_zeroes_the_rest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, use_populate: bool
 ) -> None:
     if not use_populate:
-        monkeypatch.setattr(mapped_file_module, "_LIBC", None)  # RocketMQ's zero-byte touch
+        monkeypatch.setattr(page_ops, "_LIBC", None)  # RocketMQ's zero-byte touch, mmap.flush
     size = 3 * 1024 * 1024 + 3 * OS_PAGE_SIZE  # not a multiple of the 4 MiB step
     mapped = MappedFile.create_blocking(tmp_path / offset_to_file_name(0), size)
     mapped.append(b"\xff" * (OS_PAGE_SIZE + 10))
@@ -249,3 +249,19 @@ def test_set_positions_bounds(tmp_path: Path) -> None:
     with pytest.raises(StoreError):
         mapped.set_positions(SIZE + 1)
     mapped.shutdown()
+
+
+@pytest.mark.parametrize("through_libc", [True, False])
+def test_msync_rounds_its_start_down_to_a_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, through_libc: bool
+) -> None:
+    if not through_libc:
+        monkeypatch.setattr(page_ops, "_LIBC", None)  # mmap.flush, which holds the GIL
+    mapped = new_file(tmp_path)
+    mapped.append(b"x" * 5000)
+    page_ops.msync(mapped.buffer, 4100, 900)  # unaligned: msync alone would say EINVAL
+    page_ops.msync(mapped.buffer, 10, 0)  # nothing to do
+    page_ops.msync(mapped.buffer)
+    assert mapped.flush_blocking(0) == 5000
+    mapped.shutdown()
+    assert mapped.path.read_bytes()[:5000] == b"x" * 5000

@@ -1,0 +1,92 @@
+"""Page-cache calls on a mapping that let the event loop run meanwhile.
+
+Owns: ``msync`` and ``populate_write``, thin wrappers over libc's ``msync`` and
+``madvise(MADV_POPULATE_WRITE)`` called through ctypes, which releases the GIL for
+the duration of the call.
+
+Why not ``mmap.flush``: CPython (3.11 at least) calls ``msync`` holding the GIL, so
+a flush in the executor froze the event loop for as long as the disk took (118 ms
+for 256 MiB of dirty pages, measured here): every put and pull of the broker
+stalled behind the flush thread. ``mmap.flush`` remains the fallback where libc
+cannot be loaded.
+
+Must not: be called on the event loop (both wait for the disk or the page
+allocator), or outlive the mapping (each call holds a buffer export only while it runs).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import mmap
+import os
+from typing import Any, Final
+
+from aiorocketmq.store.errors import StoreIOError
+
+__all__ = ["msync", "populate_write"]
+
+_MADV_POPULATE_WRITE: Final = 23  # Linux >= 5.14; not exported by Python's mmap module
+_MS_SYNC: Final = getattr(mmap, "MS_SYNC", 4)  # Linux's value when the module lacks it
+_PAGE: Final = mmap.PAGESIZE
+
+
+def _load_libc() -> Any:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        for name in ("madvise", "msync"):
+            function = getattr(libc, name)
+            function.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+            function.restype = ctypes.c_int
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+_LIBC: Final = _load_libc()  # read-only after import
+
+
+def msync(mm: mmap.mmap, start: int = 0, length: int | None = None) -> None:
+    """Write ``[start, start + length)`` of ``mm`` to disk (MS_SYNC) without the GIL.
+
+    ``start`` is rounded down to a page, as msync requires.
+
+    Raises:
+        OSError: msync failed (EIO on a failing disk, for instance).
+    """
+    end = len(mm) if length is None else start + length
+    start -= start % _PAGE
+    if end <= start:
+        return
+    if _LIBC is None:
+        mm.flush(start, end - start)
+        return
+    anchor = ctypes.c_char.from_buffer(mm)  # an export: must go before mm can close
+    try:
+        if _LIBC.msync(ctypes.addressof(anchor) + start, end - start, _MS_SYNC) == 0:
+            return
+        err = ctypes.get_errno()
+    finally:
+        del anchor
+    raise OSError(err, f"msync failed: {os.strerror(err)}")
+
+
+def populate_write(mm: mmap.mmap, start: int, end: int) -> bool:
+    """madvise(MADV_POPULATE_WRITE) on ``[start, end)``; False if unsupported.
+
+    Raises:
+        StoreIOError: the kernel supports it but it failed (out of memory, say).
+    """
+    if _LIBC is None:
+        return False
+    anchor = ctypes.c_char.from_buffer(mm)  # an export: must go before mm can close
+    try:
+        address = ctypes.addressof(anchor) + start
+        if _LIBC.madvise(address, end - start, _MADV_POPULATE_WRITE) == 0:
+            return True
+        err = ctypes.get_errno()
+    finally:
+        del anchor
+    if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        raise StoreIOError(f"madvise(MADV_POPULATE_WRITE) failed: {os.strerror(err)}")
+    return False
