@@ -67,11 +67,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
-    # Imported here: ``mqanalytics -h`` works without the analytics extra.
-    from pyspark import SparkContext
+    # Imported here: ``mqanalytics -h`` works without the analytics extra, and a plain
+    # install gets a sentence naming the extra instead of a traceback.
+    try:
+        from pyspark import SparkContext
 
-    from aiorocketmq.analytics.report import StoreRoot, build_tables, write_report
-    from aiorocketmq.analytics.session import spark_session
+        from aiorocketmq.analytics.report import StoreRoot, build_tables, write_report
+        from aiorocketmq.analytics.session import spark_session
+    except ImportError as exc:
+        print(
+            f"mqanalytics: {exc.name or exc} is not installed; it comes with the analytics "
+            "extra: pip install 'aiorocketmq[analytics]'",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
 
     names = args.broker or [None] * len(args.store)
     if len(names) != len(args.store):

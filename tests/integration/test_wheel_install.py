@@ -155,6 +155,12 @@ def test_the_install_is_the_wheel_with_the_runtime_only(
     assert {"aiorocketmq/py.typed", f"{version_dir}/licenses/LICENSE",
             f"{version_dir}/licenses/NOTICE"} <= set(ast.literal_eval(files)), files  # fmt: skip
     assert extras == "[]"  # analytics and dev extras are not part of a plain install
+    analytics = subprocess.run(
+        ["mqanalytics", "report", "--store", str(workdir)], cwd=workdir, env=installed.env,
+        capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert analytics.returncode == 1, analytics.stderr
+    assert "pip install 'aiorocketmq[analytics]'" in analytics.stderr  # no traceback
     assert installed.seconds < 120, f"the install took {installed.seconds:.0f} s"
 
 
