@@ -23,6 +23,7 @@ Must not: choose offsets, hold messages, or retry.
 from __future__ import annotations
 
 import logging
+from typing import TypeVar
 
 from aiorocketmq.client.errors import BrokerNotFoundError, MQBrokerError
 from aiorocketmq.client.instance import ClientInstance, FindBrokerResult
@@ -34,6 +35,7 @@ from aiorocketmq.common.message import MessageExt, MessageQueue
 from aiorocketmq.common.message_codec import decode_pull_body
 from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.common.protocol_bodies import SubscriptionData
+from aiorocketmq.common.pulled_message import pulled_messages
 from aiorocketmq.remoting.broker_headers import PullMessageRequestHeader, PullSysFlag
 from aiorocketmq.remoting.codes import ResponseCode
 
@@ -42,6 +44,7 @@ __all__ = ["PullAPIWrapper", "build_pull_sys_flag", "decode_messages", "filter_b
 log = logging.getLogger(__name__)
 
 _C = MessageConst
+_M = TypeVar("_M", bound=MessageExt)
 
 
 def build_pull_sys_flag(
@@ -68,7 +71,7 @@ def decode_messages(body: bytes | bytearray | memoryview) -> list[MessageExt]:
     return out
 
 
-def filter_by_tags(msgs: list[MessageExt], subscription: SubscriptionData) -> list[MessageExt]:
+def filter_by_tags(msgs: list[_M], subscription: SubscriptionData) -> list[_M]:
     """Keep messages whose tag is subscribed; all of them for ``*`` or class-filter mode.
 
     A message without a tag never matches a tag subscription (as Java).
@@ -175,17 +178,19 @@ class PullAPIWrapper:
         self.update_pull_from_which_node(mq, result.suggest_which_broker_id)
         if result.status is PullStatus.FOUND and result.message_binary is not None:
             try:
-                msgs = decode_messages(result.message_binary)
+                msgs = pulled_messages(
+                    result.message_binary,
+                    min_offset=result.min_offset,
+                    max_offset=result.max_offset,
+                )
             except RemoteProtocolError as exc:
                 raise MQBrokerError(
                     ResponseCode.SYSTEM_ERROR, f"malformed pull body: {exc}", retriable=False
                 ) from exc
             kept = filter_by_tags(msgs, subscription)
             for msg in kept:
-                if (msg.get_property(_C.PROPERTY_TRANSACTION_PREPARED) or "").lower() == "true":
+                if msg.is_prepared:
                     msg.transaction_id = msg.uniq_key
-                msg.put_property(_C.PROPERTY_MIN_OFFSET, str(result.min_offset))
-                msg.put_property(_C.PROPERTY_MAX_OFFSET, str(result.max_offset))
-            result.msg_found_list = kept
+            result.msg_found_list = list(kept)
         result.message_binary = None
         return result
