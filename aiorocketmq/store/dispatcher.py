@@ -149,6 +149,7 @@ class ReputMessageService(Service):
         self._delays_ms = parse_delay_levels(config.message_delay_level)
         self._listeners: list[ArrivalListener] = []
         self._wake = asyncio.Event()
+        self._safety: asyncio.TimerHandle | None = None
         self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
         self._waiter_seq = 0
         self._tags_codes: dict[str | None, int] = {}
@@ -211,14 +212,23 @@ class ReputMessageService(Service):
     # -- the loop ------------------------------------------------------------------------
 
     async def _reput_loop(self) -> None:
-        while True:
-            try:
-                async with asyncio.timeout(_SAFETY_WAKE_S):
-                    await self._wake.wait()
-            except TimeoutError:
-                pass
-            self._wake.clear()
-            await self._do_reput()
+        # The safety net is one timer a second setting the event, not a timeout armed
+        # and cancelled around every wait (one wait per put on a lightly loaded broker).
+        loop = asyncio.get_running_loop()
+        self._safety = loop.call_later(_SAFETY_WAKE_S, self._safety_wake, loop)
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                await self._do_reput()
+        finally:
+            if self._safety is not None:
+                self._safety.cancel()
+                self._safety = None
+
+    def _safety_wake(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._wake.set()
+        self._safety = loop.call_later(_SAFETY_WAKE_S, self._safety_wake, loop)
 
     async def _do_reput(self) -> None:
         commit_log = self._commit_log
@@ -234,8 +244,9 @@ class ReputMessageService(Service):
                 break
             if isinstance(outcome, _NeedFile):
                 await self._provide_file(outcome)
-            # Bounded chunk done: let puts and pulls run before the next one.
-            await asyncio.sleep(0)
+            elif self.reput_from < commit_log.max_offset:
+                # Bounded chunk done, more to come: let puts and pulls run first.
+                await asyncio.sleep(0)
         self._resolve_waiters()
 
     def _release_waiters(self) -> None:

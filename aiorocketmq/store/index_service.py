@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import numpy as np
 
@@ -39,6 +40,10 @@ from aiorocketmq.store.index_file import IndexFile, index_file_name
 from aiorocketmq.store.mapped_file import delete_files_blocking
 
 __all__ = ["IndexService", "QueryOffsetResult", "index_keys"]
+
+_SCALAR_KEYS: Final = 16
+"""Up to this many keys per call are hashed and put one by one (numpy's fixed cost is
+about that of 16 scalar hashes)."""
 
 log = logging.getLogger(__name__)
 
@@ -191,18 +196,32 @@ class IndexService(Service):
         if index is None:
             self._resume = resume
             return owners[0]
-        owner = np.array(owners, dtype=np.int64)
-        offsets = np.fromiter((r.commit_log_offset for r in requests), np.int64, len(requests))
-        times = np.fromiter((r.store_timestamp for r in requests), np.int64, len(requests))
-        put = index.put_hashes(index_key_hashes(keys), offsets[owner], times[owner])
+        if len(keys) <= _SCALAR_KEYS:
+            put = self._put_one_by_one(index, keys, owners, requests)
+        else:
+            owner = np.array(owners, dtype=np.int64)
+            offsets = np.fromiter((r.commit_log_offset for r in requests), np.int64, len(requests))
+            times = np.fromiter((r.store_timestamp for r in requests), np.int64, len(requests))
+            put = index.put_hashes(index_key_hashes(keys), offsets[owner], times[owner])
         if put == len(keys):
             return len(requests)
-        stuck = int(owner[put])
-        done_of_stuck = put - int(np.searchsorted(owner, stuck))
+        stuck = owners[put]
+        done_of_stuck = put - owners.index(stuck)
         if resume is not None and resume[0] == requests[stuck].commit_log_offset:
             done_of_stuck += resume[1]
         self._resume = (requests[stuck].commit_log_offset, done_of_stuck)
         return stuck
+
+    @staticmethod
+    def _put_one_by_one(
+        index: IndexFile, keys: list[str], owners: list[int], requests: Sequence[DispatchRequest]
+    ) -> int:
+        """``put_key`` per key: cheaper than numpy's set-up for a handful (a single send)."""
+        for put, (key, position) in enumerate(zip(keys, owners, strict=True)):
+            request = requests[position]
+            if not index.put_key(key, request.commit_log_offset, request.store_timestamp):
+                return put
+        return len(keys)
 
     # -- new files ---------------------------------------------------------------------
 

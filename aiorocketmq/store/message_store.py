@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Collection
+from collections.abc import Awaitable, Collection
 from pathlib import Path
 from typing import Any, Final
 
@@ -326,6 +326,19 @@ class MessageStore(Service):
     async def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
         """Store a batch of one queue (``asyncPutMessages``)."""
         return await self._putter.put_messages(batch)
+
+    def put_message_nowait(
+        self, msg: MessageExtBrokerInner
+    ) -> PutMessageResult | Awaitable[PutMessageResult]:
+        """``put_message``, answered inline when nothing must be awaited (the send
+        processor's fast path: no coroutine, no task per request)."""
+        return self._putter.put_message_nowait(msg)
+
+    def put_messages_nowait(
+        self, batch: MessageExtBatch
+    ) -> PutMessageResult | Awaitable[PutMessageResult]:
+        """``put_messages``, answered inline when nothing must be awaited."""
+        return self._putter.put_messages_nowait(batch)
 
     async def append_to_commit_log(self, start_offset: int, data: bytes | memoryview) -> bool:
         """Append replicated CommitLog bytes at ``start_offset`` (a slave's HA client).

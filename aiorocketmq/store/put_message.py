@@ -154,6 +154,19 @@ class MessagePutter:
 
     async def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """Store one message; see the module docstring for every status."""
+        result = self.put_message_nowait(msg)
+        return result if isinstance(result, PutMessageResult) else await result
+
+    def put_message_nowait(
+        self, msg: MessageExtBrokerInner
+    ) -> PutMessageResult | Awaitable[PutMessageResult]:
+        """``put_message`` without a coroutine when nothing must be awaited.
+
+        Returns:
+            The result when the put completed inline (the usual case under ASYNC_FLUSH
+            on a master); otherwise an awaitable of it (a new CommitLog file, or a
+            flush or replica promise to keep). Await it at once: the append is done.
+        """
         refused = self.check_store_status()
         if refused is not None:
             return self._failed(_refused(refused))
@@ -161,10 +174,7 @@ class MessagePutter:
         if isinstance(encoded, PutMessageResult):
             return self._failed(encoded)
         record, key, topic = encoded
-        appended = await self._append(record, key, batch=False)
-        if isinstance(appended, PutMessageResult):
-            return self._failed(appended)
-        return await self._finish(appended, topic, msg.store_host, msg.wait_store_msg_ok)
+        return self._append_and_finish(record, key, topic, msg.store_host, msg.wait_store_msg_ok)
 
     def encode_message(
         self, msg: MessageExtBrokerInner
@@ -240,6 +250,14 @@ class MessagePutter:
 
     async def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
         """Store a batch of one queue as consecutive records, never split across files."""
+        result = self.put_messages_nowait(batch)
+        return result if isinstance(result, PutMessageResult) else await result
+
+    def put_messages_nowait(
+        self, batch: MessageExtBatch
+    ) -> PutMessageResult | Awaitable[PutMessageResult]:
+        """``put_messages`` without a coroutine when nothing must be awaited (as
+        ``put_message_nowait``)."""
         refused = self.check_store_status()
         if refused is not None:
             return self._failed(_refused(refused))
@@ -247,10 +265,9 @@ class MessagePutter:
         if isinstance(records, PutMessageResult):
             return self._failed(records)
         key = queue_key(batch.topic, batch.queue_id)
-        appended = await self._append(records, key, batch=True)
-        if isinstance(appended, PutMessageResult):
-            return self._failed(appended)
-        return await self._finish(appended, batch.topic, batch.store_host, batch.wait_store_msg_ok)
+        return self._append_and_finish(
+            records, key, batch.topic, batch.store_host, batch.wait_store_msg_ok, batch=True
+        )
 
     def encode_batch(self, batch: MessageExtBatch) -> bytearray | PutMessageResult:
         """Validate a batch and encode every entry (``checkMessages``, ``encode(batch)``)."""
@@ -288,22 +305,50 @@ class MessagePutter:
 
     # -- append and promises -------------------------------------------------------------
 
-    async def _append(
-        self, record: bytearray, key: str, *, batch: bool
-    ) -> AppendResult | PutMessageResult:
-        """The critical section; awaits only when the next CommitLog file is not ready."""
+    def _append_and_finish(
+        self,
+        record: bytearray,
+        key: str,
+        topic: str,
+        store_host: tuple[str, int],
+        wait: bool,
+        *,
+        batch: bool = False,
+    ) -> PutMessageResult | Awaitable[PutMessageResult]:
+        """Append (the critical section: no await) and finish, inline when possible."""
         append = self._commit_log.append_batch if batch else self._commit_log.append
         result = append(record, key, self._clock.now_ms())
+        if result.status is AppendStatus.NEED_FILE:
+            return self._append_after_file(
+                append, record, key, topic=topic, store_host=store_host, wait=wait
+            )
+        appended = _appended(result)
+        if isinstance(appended, PutMessageResult):
+            return self._failed(appended)
+        return self._finish(appended, topic, store_host, wait)
+
+    async def _append_after_file(
+        self,
+        append: Callable[[bytearray, str, int], AppendResult],
+        record: bytearray,
+        key: str,
+        *,
+        topic: str,
+        store_host: tuple[str, int],
+        wait: bool,
+    ) -> PutMessageResult:
+        """The slow path: await the next CommitLog file, append again, finish."""
+        result = AppendResult(AppendStatus.NEED_FILE)
         while result.status is AppendStatus.NEED_FILE:
             failure = await self._wait_for_file()
             if failure is not None:
-                return failure
+                return self._failed(failure)
             result = append(record, key, self._clock.now_ms())
-        if result.status is AppendStatus.PUT_OK:
-            return result
-        if result.status in _TOO_LARGE:
-            return _refused(PutMessageStatus.MESSAGE_ILLEGAL, "record does not fit a file")
-        return _refused(PutMessageStatus.UNKNOWN_ERROR, f"append failed: {result.status.value}")
+        appended = _appended(result)
+        if isinstance(appended, PutMessageResult):
+            return self._failed(appended)
+        finished = self._finish(appended, topic, store_host, wait)
+        return finished if isinstance(finished, PutMessageResult) else await finished
 
     async def _wait_for_file(self) -> PutMessageResult | None:
         if not self._stalled_since_ms:
@@ -322,9 +367,9 @@ class MessagePutter:
                 self._no_waiters.set()
         return None
 
-    async def _finish(
+    def _finish(
         self, appended: AppendResult, topic: str, store_host: tuple[str, int], wait: bool
-    ) -> PutMessageResult:
+    ) -> PutMessageResult | Awaitable[PutMessageResult]:
         # Woken before the flush is asked for, so this burst is dispatched before the
         # msync starts rather than while the msync thread waits for the GIL to finish
         # (under uvloop both orders measured about the same).
@@ -345,7 +390,13 @@ class MessagePutter:
             appended.message_count,
         )
         if wait and (flushed is not None or self._role is BrokerRole.SYNC_MASTER):
-            result.status = await self._keep_promises(appended.next_offset, flushed)
+            return self._after_promises(result, appended.next_offset, flushed)
+        return result
+
+    async def _after_promises(
+        self, result: PutMessageResult, next_offset: int, flushed: asyncio.Future[bool] | None
+    ) -> PutMessageResult:
+        result.status = await self._keep_promises(next_offset, flushed)
         return result
 
     async def _keep_promises(
@@ -375,6 +426,15 @@ class MessagePutter:
     def _failed(self, result: PutMessageResult) -> PutMessageResult:
         self._stats.put_message_failed_times += 1
         return result
+
+
+def _appended(result: AppendResult) -> AppendResult | PutMessageResult:
+    """An append's outcome other than NEED_FILE: the result, or the put's refusal."""
+    if result.status is AppendStatus.PUT_OK:
+        return result
+    if result.status in _TOO_LARGE:
+        return _refused(PutMessageStatus.MESSAGE_ILLEGAL, "record does not fit a file")
+    return _refused(PutMessageStatus.UNKNOWN_ERROR, f"append failed: {result.status.value}")
 
 
 def _encode_failure(properties: str, exc: LocalProtocolError) -> PutMessageResult:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Awaitable
 from typing import Final
 
 from aiorocketmq.broker.context import BrokerContext
@@ -41,7 +42,6 @@ from aiorocketmq.common.properties import (
     MessageConst,
     string_to_properties,
 )
-from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.common.topic_config import TopicConfig
 from aiorocketmq.common.validators import not_allowed_send_remark, validate_topic
 from aiorocketmq.remoting.broker_headers import SendMessageRequestHeader, SendMessageResponseHeader
@@ -82,6 +82,11 @@ def join_properties(props: dict[str, str]) -> str:
     return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items())
 
 
+def _refusal(request: RemotingCommand, exc: ProcessorError) -> RemotingCommand:
+    # Java's preSend puts MSG_REGION and TRACE_ON on every reply after parsing.
+    return request.response_to(exc.code, exc.remark, dict(_REGION_FIELDS))
+
+
 def _parse_host(address: str) -> tuple[str, int]:
     """``"ip:port"`` (as ``RemotingConnection.remote_address``) -> ``(ip, port)``."""
     host, _, port = address.rpartition(":")
@@ -104,8 +109,14 @@ class SendProcessor:
         table.register(RequestCode.SEND_MESSAGE_V2, self.process)
         table.register(RequestCode.SEND_BATCH_MESSAGE, self.process)
 
-    async def process(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        """One send request -> its reply (a bad header raises ``HeaderFieldError``)."""
+    def process(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """One send request -> its reply (a bad header raises ``HeaderFieldError``).
+
+        The reply is returned inline when the store completed the put inline (no file
+        to wait for, no flush or replica promise): no coroutine and no task per request.
+        """
         # Java decodes SEND_BATCH_MESSAGE with the one-letter V2 header too; a 320
         # carrying long names (no "a" field) is still read the long way.
         v2 = request.code == RequestCode.SEND_MESSAGE_V2 or (
@@ -116,14 +127,13 @@ class SendProcessor:
         else:
             header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)
         try:
-            return await self._send(conn, request, header)
+            return self._send(conn, request, header)
         except ProcessorError as exc:
-            # Java's preSend puts MSG_REGION and TRACE_ON on every reply after parsing.
-            return request.response_to(exc.code, exc.remark, dict(_REGION_FIELDS))
+            return _refusal(request, exc)
 
-    async def _send(
+    def _send(
         self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader
-    ) -> RemotingCommand:
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
         """``msgCheck``, then the single or batch path, then the reply."""
         topic_config = self._msg_check(header, conn.remote_address)
         self._check_limits(request, header)
@@ -131,10 +141,20 @@ class SendProcessor:
         if queue_id < 0:
             queue_id = self._random_queue_id(topic_config.write_queue_nums)
         if header.batch:
-            result = await self._send_batch(conn, request, header, topic_config, queue_id)
+            put = self._send_batch(conn, request, header, topic_config, queue_id)
         else:
-            result, queue_id = await self._send_one(conn, request, header, topic_config, queue_id)
-        return self._reply(request, result, queue_id)
+            put, queue_id = self._send_one(conn, request, header, topic_config, queue_id)
+        if isinstance(put, PutMessageResult):
+            return self._reply(request, put, queue_id)
+        return self._reply_later(request, put, queue_id)
+
+    async def _reply_later(
+        self, request: RemotingCommand, put: Awaitable[PutMessageResult], queue_id: int
+    ) -> RemotingCommand:
+        try:
+            return self._reply(request, await put, queue_id)
+        except ProcessorError as exc:
+            return _refusal(request, exc)
 
     def _check_limits(self, request: RemotingCommand, header: SendMessageRequestHeader) -> None:
         """``maxPropertiesSize`` and ``maxBatchMessageNums``: MESSAGE_ILLEGAL naming the limit."""
@@ -234,14 +254,14 @@ class SendProcessor:
             msg.topic, DLQ_NUMS_PER_GROUP, _PERM_WRITE | _PERM_READ, 0
         )
 
-    async def _send_one(
+    def _send_one(
         self,
         conn: RemotingConnection,
         request: RemotingCommand,
         header: SendMessageRequestHeader,
         topic_config: TopicConfig,
         queue_id: int,
-    ) -> tuple[PutMessageResult, int]:
+    ) -> tuple[PutMessageResult | Awaitable[PutMessageResult], int]:
         """``asyncSendMessage``: build the inner message and put it."""
         ctx = self._ctx
         props = string_to_properties(header.properties or "")
@@ -260,7 +280,6 @@ class SendProcessor:
         props[MessageConst.PROPERTY_CLUSTER] = ctx.config.broker_cluster_name
         stored = {k: v for k, v in props.items() if k != MessageConst.PROPERTY_WAIT_STORE_MSG_OK}
         msg.properties_string = join_properties(stored)
-        msg.tags_code = tags_code(props.get(MessageConst.PROPERTY_TAGS))
         prepared = props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED, "")
         if prepared.lower() == "true":
             if ctx.config.reject_transaction_message:
@@ -269,17 +288,17 @@ class SendProcessor:
                     f"the broker[{ctx.config.broker_ip1}] sending transaction message is forbidden",
                 )
             real_queue_id = msg.queue_id  # the reply names it, not the half queue (as Java)
-            return await put_half_message(ctx.store, msg), real_queue_id
-        return await ctx.store.put_message(msg), msg.queue_id
+            return put_half_message(ctx.store, msg), real_queue_id
+        return ctx.store.put_message_nowait(msg), msg.queue_id
 
-    async def _send_batch(
+    def _send_batch(
         self,
         conn: RemotingConnection,
         request: RemotingCommand,
         header: SendMessageRequestHeader,
         topic_config: TopicConfig,
         queue_id: int,
-    ) -> PutMessageResult:
+    ) -> PutMessageResult | Awaitable[PutMessageResult]:
         """``asyncSendBatchMessage``: the body goes to the store as sent."""
         ctx = self._ctx
         if len(header.topic) > _BATCH_TOPIC_MAX:
@@ -302,7 +321,7 @@ class SendProcessor:
             store_host=ctx.store_host,
             reconsume_times=header.reconsume_times or 0,
         )
-        return await ctx.store.put_messages(batch)
+        return ctx.store.put_messages_nowait(batch)
 
     def _reply(
         self, request: RemotingCommand, result: PutMessageResult, queue_id: int
