@@ -40,9 +40,13 @@ def _parse_java_int(text: str) -> int | None:
     return -int(digits) if text[:1] == "-" else int(digits)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Message:
     """A message as a producer sends it.
+
+    ``Message(topic, body, tags="TagA", keys=["order-1"])`` reads as Java's
+    ``new Message(topic, tags, keys, body)``; the positional order
+    (topic, body, flag, properties, transaction_id) is unchanged.
 
     Attributes:
         topic: destination topic.
@@ -57,6 +61,56 @@ class Message:
     flag: int = 0
     properties: dict[str, str] = field(default_factory=dict)
     transaction_id: str | None = None
+
+    def __init__(
+        self,
+        topic: str,
+        body: BytesLike = b"",
+        flag: int = 0,
+        properties: dict[str, str] | None = None,
+        transaction_id: str | None = None,
+        *,
+        tags: str | None = None,
+        keys: str | Iterable[str] | None = None,
+    ) -> None:
+        """Build a message.
+
+        Args:
+            topic: destination topic (checked when sent, not here).
+            body: the payload: ``bytes``, ``bytearray`` or ``memoryview``.
+            flag: the user's int flag.
+            properties: used as given (not copied) unless ``tags`` or ``keys`` are
+                set too: then a copy gets them, so one dict shared by many
+                messages is never changed behind their backs.
+            transaction_id: transactional messages only.
+            tags: the ``TAGS`` property (one tag).
+            keys: the ``KEYS`` property: one string (space-separated keys, as
+                Java's) or an iterable of keys.
+
+        Raises:
+            TypeError: ``body`` is not bytes-like (a ``str`` must be encoded
+                first), or ``tags`` is not a string.
+        """
+        if not isinstance(body, bytes | bytearray | memoryview):
+            raise TypeError(
+                f"Message body must be bytes, bytearray or memoryview, not "
+                f"{type(body).__name__} (encode a str first, e.g. text.encode())"
+            )
+        if properties is None:
+            properties = {}
+        elif tags is not None or keys is not None:
+            properties = dict(properties)
+        self.topic = topic
+        self.body = body
+        self.flag = flag
+        self.properties = properties
+        self.transaction_id = transaction_id
+        if tags is not None:
+            if not isinstance(tags, str):
+                raise TypeError(f"tags must be a str, not {type(tags).__name__}")
+            self._set_or_clear(_C.PROPERTY_TAGS, tags)
+        if keys is not None:
+            self.keys = keys
 
     def get_property(self, name: str) -> str | None:
         """Return a property value, or None."""

@@ -108,3 +108,33 @@ def test_message_queue_order_hash_and_json() -> None:
 def test_message_queue_rejects_bad_json(data: dict[str, object]) -> None:
     with pytest.raises(RemoteProtocolError):
         MessageQueue.from_json_dict(data)
+
+
+def test_tags_and_keys_as_keywords_with_positional_compatibility() -> None:
+    msg = Message("T", b"body", tags="TagA", keys=["k1", "k2"])
+    assert msg.tags == "TagA" and msg.keys == ["k1", "k2"]
+    assert msg.properties == {"TAGS": "TagA", "KEYS": "k1 k2"}
+    assert Message("T", b"b", keys="a b").keys == ["a", "b"]
+    old = Message("T", b"b", 7, {"X": "1"}, "tx-1")
+    assert (old.flag, old.properties, old.transaction_id) == (7, {"X": "1"}, "tx-1")
+    assert Message("T", b"b") == Message("T", b"b")  # the dataclass equality is kept
+
+
+def test_tags_and_keys_never_change_a_shared_properties_dict() -> None:
+    shared = {"X": "1"}
+    a = Message("T", b"", properties=shared, tags="A")
+    b = Message("T", b"", properties=shared, keys="k")
+    assert shared == {"X": "1"}
+    assert a.properties == {"X": "1", "TAGS": "A"} and b.properties == {"X": "1", "KEYS": "k"}
+    plain = Message("T", b"", properties=shared)
+    assert plain.properties is shared  # without tags/keys: used as given, as before
+
+
+def test_bad_body_or_tags_is_a_clear_type_error() -> None:
+    with pytest.raises(TypeError, match="encode a str first"):
+        Message("T", "text")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tags must be a str"):
+        Message("T", b"", tags=["A"])  # type: ignore[arg-type]
+    assert Message("T", memoryview(b"ab")).body == b"ab"
+    ext = MessageExt("T", b"x", queue_id=3)  # the stored form keeps its generated init
+    assert ext.queue_id == 3 and ext.properties == {}
