@@ -95,6 +95,9 @@ _UNMEASURED: Final = -1.0  # RocketMQ's value for "could not measure": counts as
 # -- pure decisions ------------------------------------------------------------------------
 
 
+_FULL_CHECK_S: Final = 1.0
+
+
 def parse_delete_when(value: str) -> frozenset[int]:
     """The hours of ``deleteWhen`` (``"04"``, ``"04;05"``) as ints.
 
@@ -221,6 +224,8 @@ class CleanupStats:
         disk_full_transitions: times ``writable`` changed.
         commit_log_disk_ratio: last reading of the CommitLog directory (-1: none).
         consume_queue_disk_ratio: last reading of the ConsumeQueue directory.
+        index_disk_ratio: last reading of the index directory (reported, not judged,
+            as RocketMQ's ``diskUtil``).
         clean_immediately: the last pass deleted regardless of file age.
         manual_deletes_pending: passes a ``trigger_delete`` still forces.
     """
@@ -235,6 +240,7 @@ class CleanupStats:
     disk_full_transitions: int
     commit_log_disk_ratio: float
     consume_queue_disk_ratio: float
+    index_disk_ratio: float
     clean_immediately: bool
     manual_deletes_pending: int
 
@@ -294,6 +300,7 @@ class CleanupService(Service):
         self._disk_check_initial_delay_s = disk_check_initial_delay_s
         self._delete_hours = parse_delete_when(config.delete_when)
         self._disk_paths = (config.commit_log_dir, config.consume_queue_dir)
+        self._measured_paths = (*self._disk_paths, config.index_dir)
         self._pass_lock = asyncio.Lock()
         self._clean_job: Periodic | None = None
         self._disk_job: Periodic | None = None
@@ -348,6 +355,7 @@ class CleanupService(Service):
             disk_full_transitions=self._transitions,
             commit_log_disk_ratio=ratios.get(self._disk_paths[0], _UNMEASURED),
             consume_queue_disk_ratio=ratios.get(self._disk_paths[1], _UNMEASURED),
+            index_disk_ratio=ratios.get(self._measured_paths[2], _UNMEASURED),
             clean_immediately=self._clean_immediately,
             manual_deletes_pending=self._manual_deletes,
         )
@@ -373,12 +381,13 @@ class CleanupService(Service):
             The verdict; ``writable`` and the callback follow ``verdict.full``.
         """
         readings = await self._executor.run(
-            measure_disks_blocking, self._disk_usage, self._disk_paths
+            measure_disks_blocking, self._disk_usage, self._measured_paths
         )
         self._readings = readings
-        self._log_unmeasured(readings)
-        verdict = judge_disk([r.ratio for r in readings], self._config)
-        self._set_writable(not verdict.full, readings)
+        judged = readings[: len(self._disk_paths)]
+        self._log_unmeasured(judged)
+        verdict = judge_disk([r.ratio for r in judged], self._config)
+        self._set_writable(not verdict.full, judged)
         return verdict
 
     async def clean_once(self) -> None:
@@ -493,11 +502,20 @@ class CleanupService(Service):
             async with asyncio.timeout(interval_ms / 1000):
                 await self.stopping.wait()
 
+    def request_disk_check(self) -> None:
+        """Measure now rather than at the next tick (a put just met a full disk)."""
+        if self._disk_job is not None:
+            self._disk_job.wakeup()
+
     def _set_writable(self, writable: bool, readings: Sequence[DiskReading]) -> None:
         """Record the disk state; on a change log one line and call back."""
         if writable == self._writable:
             return
         self._writable = writable
+        if self._disk_job is not None:
+            # While full, look every second: writes resume soon after space is freed.
+            full_s = min(self._disk_check_interval_s, _FULL_CHECK_S)
+            self._disk_job.interval_s = self._disk_check_interval_s if writable else full_s
         self._transitions += 1
         usage = ", ".join(f"{r.path}={r.ratio:.2f}" for r in readings)
         if writable:

@@ -162,8 +162,9 @@ class MessageStoreConfig(BaseModel):
     )
     preallocate_commit_log_blocks: bool = Field(
         True,
-        description="aiorocketmq: posix_fallocate new CommitLog files, so a full disk fails "
-        "the file's creation instead of a later write into the mapping (SIGBUS).",
+        description="aiorocketmq: posix_fallocate every new CommitLog, ConsumeQueue and index "
+        "file in the allocator thread, so a full disk fails the file's creation (the put is "
+        "refused) instead of a later write into the mapping (SIGBUS, the broker dies).",
     )
     verify_writes: bool = Field(
         False,

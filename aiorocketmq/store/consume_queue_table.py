@@ -50,7 +50,11 @@ class ConsumeQueueTable:
         self.root_dir = config.consume_queue_dir
         self.file_size = config.mapped_file_size_consume_queue
         self._executor = executor
-        self.allocator = allocator or MappedFileAllocator(executor, name="consumequeue-allocate")
+        self.allocator = allocator or MappedFileAllocator(
+            executor,
+            name="consumequeue-allocate",
+            preallocate=config.preallocate_commit_log_blocks,
+        )
         self._queues: dict[str, dict[int, ConsumeQueue]] = {}
 
     # -- lookup --------------------------------------------------------------------------

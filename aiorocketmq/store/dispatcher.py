@@ -39,6 +39,7 @@ import asyncio
 import heapq
 import logging
 import struct
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter
@@ -69,7 +70,7 @@ from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.errors import StoreError
 from aiorocketmq.store.index_service import IndexService
 from aiorocketmq.store.inner_message import parse_delay_level
-from aiorocketmq.store.running_flags import RunningFlags
+from aiorocketmq.store.running_flags import RunningFlag, RunningFlags
 from aiorocketmq.store.store_stats import StoreStats
 
 __all__ = ["ArrivalListener", "ReputMessageService"]
@@ -89,7 +90,8 @@ _CHUNK_SECONDS: Final = 0.001
 budget, whatever the records cost."""
 
 _SAFETY_WAKE_S: Final = 1.0
-_FILE_RETRIES: Final = 3  # IndexService: 3 creations 1 s apart, then the index is in error
+_FILE_RETRIES: Final = 3  # 3 creations 1 s apart, then puts are refused meanwhile
+_INDEX_RETRY_MS: Final = 1000  # without an index file: one more creation attempt a second
 _RETRY_PAUSE_S: Final = 1.0
 _HEAD: Final = struct.Struct(">ii")
 _TAGS_CACHE_MAX: Final = 4096  # distinct TAGS values remembered; a topic has few
@@ -153,6 +155,10 @@ class ReputMessageService(Service):
         self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
         self._waiter_seq = 0
         self._tags_codes: dict[str | None, int] = {}
+        self._file_failing = False  # a file creation failed and none succeeded since
+        self._queue_error_is_ours = False  # WRITE_LOGICS_QUEUE_ERROR set for a missing file
+        self._index_down_since_ms = 0  # monotonic ms of the last failed IndexFile creation
+        self._unindexed = 0  # records dispatched without their keys meanwhile
         self.reput_from = 0
 
     # -- public --------------------------------------------------------------------------
@@ -363,6 +369,10 @@ class ReputMessageService(Service):
         """Index keys of ``requests``: how many are done (the rest wait for a file)."""
         if not self._index_enabled:
             return len(requests)
+        down = self._index_down_since_ms
+        if down and time.monotonic_ns() // 1_000_000 - down < _INDEX_RETRY_MS:
+            self._unindexed += len(requests)
+            return len(requests)  # no index file: skip the keys, try again in a while
         return self._index.build_indexes(requests)
 
     def _notify(self, request: DispatchRequest) -> None:
@@ -404,27 +414,55 @@ class ReputMessageService(Service):
     # -- files ---------------------------------------------------------------------------
 
     async def _provide_file(self, need: _NeedFile) -> None:
-        """Create the file a record waits for; then the step redoes the record."""
+        """Create the file a record waits for; then the step redoes the record.
+
+        A ConsumeQueue file that cannot be created (a full disk) stops dispatch, which
+        is ordered, and refuses puts until it can; an IndexFile that cannot be created
+        refuses puts and leaves the keys of the records dispatched meanwhile unindexed
+        (their units still go in, so every stored message stays readable). Both heal
+        by themselves once a file can be created again: no restart is needed.
+        """
         queue = need.queue
-        for attempt in range(1, _FILE_RETRIES + 1):
+        attempts = 1 if queue is None and self._index_down_since_ms else _FILE_RETRIES
+        for attempt in range(1, attempts + 1):
             try:
                 if queue is not None:
                     await queue.allocate_file(need.request.consume_queue_offset)
                 else:
                     await self._index.create_file()
-                return
-            except StoreError:
-                log.exception("creating a file for %s failed (attempt %d)", need.request, attempt)
-                await self._pause()
+            except StoreError as exc:
+                if attempt == 1 and not self._file_failing:
+                    log.error("creating a file for %s failed: %s; retrying", need.request, exc)
+                self._file_failing = True
+                if attempt < attempts:
+                    await self._pause()
+                continue
+            self._file_recovered(queue is None)
+            return
         if queue is not None:
-            # Dispatch is ordered: the record cannot be skipped. Refuse puts and keep
-            # trying, so the queue resumes if the disk comes back.
             self._flags.make_logics_queue_error()
+            self._queue_error_is_ours = True
+            await self._pause()  # then the step meets the same record and tries again
         else:
-            # As RocketMQ: without an index file the store stops indexing.
             self._flags.make_index_file_error()
-            self._index_enabled = False
-            log.error("index disabled: no index file could be created")
+            if not self._index_down_since_ms:
+                log.error("no index file can be created: puts refused, keys not indexed")
+            self._index_down_since_ms = time.monotonic_ns() // 1_000_000
+
+    def _file_recovered(self, index: bool) -> None:
+        """A file could be created again: lift what its failure imposed."""
+        if self._file_failing:
+            log.warning("store files can be created again; dispatch and puts resume")
+        self._file_failing = False
+        if self._queue_error_is_ours:
+            self._flags.clear(RunningFlag.WRITE_LOGICS_QUEUE_ERROR)
+            self._queue_error_is_ours = False
+        if index and self._index_down_since_ms:
+            self._flags.clear(RunningFlag.WRITE_INDEX_FILE_ERROR)
+            self._index_down_since_ms = 0
+            if self._unindexed:
+                log.warning("%d messages were stored without index keys", self._unindexed)
+            self._unindexed = 0
 
     async def _pause(self) -> None:
         try:

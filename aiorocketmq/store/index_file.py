@@ -131,21 +131,25 @@ class IndexFile:
         self.index_count: int = max(count, 1)  # IndexHeader.load: <= 0 reads as 1
 
     @classmethod
-    def create_blocking(
+    def create_blocking(  # noqa: PLR0917 - called with IndexService's argument tuple
         cls,
         path: Path,
         hash_slot_num: int,
         index_num: int,
         end_phy_offset: int = 0,
         end_timestamp: int = 0,
+        preallocate: bool = False,
     ) -> IndexFile:
         """Create a new IndexFile that continues where the previous one ended.
 
         Begin and end phyOffset start at ``end_phy_offset`` when it is > 0, begin and
         end timestamp at ``end_timestamp`` when > 0 (the first put then overwrites
-        the begin values); otherwise they stay 0.
+        the begin values); otherwise they stay 0. ``preallocate`` reserves its disk
+        blocks, so a full disk fails here and not as SIGBUS on a later put.
         """
-        mapped = MappedFile.create_blocking(path, index_file_size(hash_slot_num, index_num))
+        mapped = MappedFile.create_blocking(
+            path, index_file_size(hash_slot_num, index_num), preallocate=preallocate
+        )
         index = cls(mapped, hash_slot_num, index_num)
         if end_phy_offset > 0:
             index._set_long(_BEGIN_PHY, end_phy_offset)

@@ -97,6 +97,7 @@ class IndexService(Service):
         self.index_num = config.max_index_num
         self.enabled = config.message_index_enable
         self.max_msgs_num_batch = config.max_msgs_num_batch
+        self.preallocate = config.preallocate_commit_log_blocks
         self.on_file_full = on_file_full
         self._executor = executor
         self._clock: Clock = clock if clock is not None else SystemClock()
@@ -261,7 +262,7 @@ class IndexService(Service):
             self._files[-2].flush_blocking()
         return index
 
-    def _next_args(self) -> tuple[Path, int, int, int, int]:
+    def _next_args(self) -> tuple[Path, int, int, int, int, bool]:
         name = index_file_name(self._clock.now_ms())
         end_phy = end_time = 0
         if self._files:
@@ -271,7 +272,7 @@ class IndexService(Service):
                 # Same millisecond (or the clock went back): names must stay ordered.
                 name = str(int(last.file_name) + 1)
         path = self.directory / name
-        return path, self.hash_slot_num, self.index_num, end_phy, end_time
+        return path, self.hash_slot_num, self.index_num, end_phy, end_time, self.preallocate
 
     def _add(self, index: IndexFile, *, flush_previous: bool = True) -> None:
         previous = self._files[-1] if self._files else None

@@ -154,6 +154,7 @@ class MessageStore(Service):
             config, self.commit_log, self.cq_table, self.index_service, self._clean_executor,
             self.clock, on_writable_changed=self.on_disk_writable_changed,
         )  # fmt: skip
+        self._putter.on_out_of_space = self.cleanup_service.request_disk_check
         self.load_result: LoadResult | None = None
         self._lock_fd: int | None = None
         self._checkpoint_lock = asyncio.Lock()
@@ -503,6 +504,12 @@ class MessageStore(Service):
     def dispatch_behind_bytes(self) -> int:
         """CommitLog bytes not yet dispatched (``dispatchBehindBytes``)."""
         return self.dispatcher.behind()
+
+    def disk_ratios(self) -> tuple[float, float, float]:
+        """The last used shares (0..1, -1 unmeasured) of the CommitLog, ConsumeQueue and
+        index directories' file systems, as RocketMQ's refusals quote them."""
+        stats = self.cleanup_service.stats
+        return stats.commit_log_disk_ratio, stats.consume_queue_disk_ratio, stats.index_disk_ratio
 
     def on_disk_writable_changed(self, writable: bool) -> None:
         """The cleanup service's disk verdict: a full disk refuses puts, reads go on."""

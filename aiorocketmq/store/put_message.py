@@ -28,6 +28,7 @@ Must not: touch ConsumeQueues (the dispatcher does), block, or sleep.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import struct
 from collections.abc import Awaitable, Callable
@@ -81,6 +82,7 @@ _DELAYABLE: Final = (_NOT_TYPE, int(MessageSysFlag.TRANSACTION_COMMIT_TYPE))
 _PORT: Final = struct.Struct(">i")
 _OK: Final = PutMessageStatus.PUT_OK
 _TOO_LARGE: Final = (AppendStatus.MESSAGE_SIZE_EXCEEDED, AppendStatus.PROPERTIES_SIZE_EXCEEDED)
+_NO_SPACE_RETRY_MS: Final = 1000  # how long a failed allocation for want of space stands
 
 
 def _refused(status: PutMessageStatus, remark: str | None = None) -> PutMessageResult:
@@ -103,6 +105,8 @@ class MessagePutter:
         group_commit: SYNC_FLUSH's service, set by the store at start.
         replica_waiter: SYNC_MASTER's wait for a slave; None means no slave can
             confirm, so waiting SYNC_MASTER puts report SLAVE_NOT_AVAILABLE.
+        on_out_of_space: called when a CommitLog file cannot be created for want of
+            space (the store asks its disk guard to measure now).
     """
 
     def __init__(
@@ -129,17 +133,21 @@ class MessagePutter:
         self._msg_id_prefixes: dict[tuple[str, int], str] = {}
         self._stalled_since_ms = 0  # monotonic ms since appends wait for a file; 0: none
         self._waiting_for_file = 0
+        self._no_space_until_ms = 0  # monotonic ms: refuse at once until then (disk full)
         self._no_waiters = asyncio.Event()
         self._no_waiters.set()
         self.accepting = False
         self.group_commit: GroupCommitService | None = None
         self.replica_waiter: ReplicaWaiter | None = None
+        self.on_out_of_space: Callable[[], None] | None = None
 
     # -- checks --------------------------------------------------------------------------
 
     def check_store_status(self) -> PutMessageStatus | None:
         """Why a put must be refused now, or None (``checkStoreStatus``)."""
         if not self.accepting or self._role is BrokerRole.SLAVE or not self._flags.writeable:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        if self._no_space_until_ms and self._clock.monotonic_ms() < self._no_space_until_ms:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         stalled = self._stalled_since_ms
         if stalled and self._clock.monotonic_ms() - stalled > self._busy_timeout_ms:
@@ -358,8 +366,14 @@ class MessagePutter:
         try:
             await self._commit_log.allocate_next_file()
         except (StoreError, ServiceStateError) as exc:
+            if is_out_of_space(exc):
+                return self._out_of_space(exc)
             log.error("creating the next CommitLog file failed: %s", exc)
             return _refused(PutMessageStatus.CREATE_MAPEDFILE_FAILED, str(exc))
+        else:
+            if self._no_space_until_ms:
+                self._no_space_until_ms = 0
+                log.warning("disk space is back: a new CommitLog file was created; puts resume")
         finally:
             self._stalled_since_ms = 0
             self._waiting_for_file -= 1
@@ -415,6 +429,20 @@ class MessagePutter:
             status = PutMessageStatus.FLUSH_DISK_TIMEOUT
         return status
 
+    def _out_of_space(self, exc: BaseException) -> PutMessageResult:
+        """No room for the next CommitLog file: refuse (CODE 14) for a second, then retry.
+
+        Logged once per state change, not once per refused put.
+        """
+        if not self._no_space_until_ms and self.on_out_of_space is not None:
+            self.on_out_of_space()  # fresh figures for the refusals' remark
+        if not self._no_space_until_ms:
+            log.error(
+                "disk full: the next CommitLog file cannot be allocated (%s); puts refused", exc
+            )
+        self._no_space_until_ms = self._clock.monotonic_ms() + _NO_SPACE_RETRY_MS
+        return _refused(PutMessageStatus.SERVICE_NOT_AVAILABLE, "disk full")
+
     def _msg_id(self, store_host: tuple[str, int], offset: int) -> str:
         """offsetMsgId: store ip + port + offset in upper-case hex (prefix cached)."""
         prefix = self._msg_id_prefixes.get(store_host)
@@ -426,6 +454,16 @@ class MessagePutter:
     def _failed(self, result: PutMessageResult) -> PutMessageResult:
         self._stats.put_message_failed_times += 1
         return result
+
+
+def is_out_of_space(exc: BaseException) -> bool:
+    """Whether a file creation failed for want of disk space (ENOSPC, EDQUOT)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        cause = cause.__cause__
+    return False
 
 
 def _appended(result: AppendResult) -> AppendResult | PutMessageResult:

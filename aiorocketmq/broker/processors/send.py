@@ -24,7 +24,7 @@ from collections.abc import Awaitable
 from typing import Final
 
 from aiorocketmq.broker.context import BrokerContext
-from aiorocketmq.broker.status_map import put_response
+from aiorocketmq.broker.status_map import disk_util_text, put_response
 from aiorocketmq.broker.transaction.half_service import put_half_message
 from aiorocketmq.common.batch_codec import count_batch_entries
 from aiorocketmq.common.constants import (
@@ -50,7 +50,7 @@ from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection
 from aiorocketmq.remoting.errors import ProcessorError
 from aiorocketmq.store.inner_message import MessageExtBatch, MessageExtBrokerInner
-from aiorocketmq.store.results import PutMessageResult
+from aiorocketmq.store.results import PutMessageResult, PutMessageStatus
 
 __all__ = [
     "DLQ_NUMS_PER_GROUP",
@@ -327,8 +327,13 @@ class SendProcessor:
         self, request: RemotingCommand, result: PutMessageResult, queue_id: int
     ) -> RemotingCommand:
         """``handlePutMessageResult``: status -> code; a stored message's header."""
+        disk_util = ""
+        if result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+            disk_util = disk_util_text(*self._ctx.store.disk_ratios())
         code, remark, stored = put_response(
-            result.status, max_message_size=self._ctx.store_config.max_message_size
+            result.status,
+            max_message_size=self._ctx.store_config.max_message_size,
+            disk_util=disk_util,
         )
         fields = dict(_REGION_FIELDS)
         if stored:
