@@ -205,7 +205,9 @@ async def run_consumer(options: BenchOptions, write: Write, stop: asyncio.Event,
         group = f"{group}_{int(time.time() * 1000) % 100}"
     enough = asyncio.Event()
 
-    def listener(msgs: list[MessageExt], _context: Any) -> ConsumeConcurrentlyStatus:
+    # async: it counts into shared stats and sets an asyncio.Event, and measures the
+    # client, not a thread hop (a def listener would run on the consume thread pool)
+    async def listener(msgs: list[MessageExt], _context: Any) -> ConsumeConcurrentlyStatus:
         now = int(time.time() * 1000)
         failed = options.fail_rate > 0 and random.random() < options.fail_rate
         for msg in msgs:

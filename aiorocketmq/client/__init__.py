@@ -2,8 +2,13 @@
 
 Owns: the public names users import (re-exported from the modules below); the
 modules own the behaviour (``producer``, ``transaction_producer``,
-``pull_consumer``, ``instance``, ``namesrv_api``, ``mq_client_api``,
-``pull_wrapper``, ``offset_store``, ``allocate``, ``selectors``, ``errors``).
+``pull_consumer``, ``push_consumer``, ``listener``, ``message_stream``,
+``instance``, ``namesrv_api``, ``mq_client_api``, ``pull_wrapper``,
+``offset_store``, ``allocate``, ``selectors``, ``errors``).
+
+Every exception the client raises is importable from here, from the root
+``RocketMQError`` down (the tree is in ``errors``); ``MQTimeoutError`` is also a
+``TimeoutError`` and ``InvalidArgumentError`` a ``ValueError``.
 
 Must not: hold code or state of its own, or import anything above ``remoting``
 (import-linter enforces the layers).
@@ -29,21 +34,31 @@ from aiorocketmq.client.config import (
     PullConsumerConfig,
     PushConsumerConfig,
 )
-from aiorocketmq.client.consume_service import (
+from aiorocketmq.client.errors import (
+    BrokerNotFoundError,
+    ClientStateError,
+    InvalidArgumentError,
+    MQBrokerError,
+    MQClientError,
+    MQConnectError,
+    MQNamesrvError,
+    MQRemotingError,
+    MQResponseError,
+    MQSendRequestError,
+    MQTimeoutError,
+    MQTooMuchRequestError,
+    NoNameServerError,
+    NoRouteError,
+    SendFailedError,
+)
+from aiorocketmq.client.instance import ClientInstance, ClientManager
+from aiorocketmq.client.listener import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
 )
-from aiorocketmq.client.errors import (
-    MQBrokerError,
-    MQClientError,
-    MQNamesrvError,
-    MQRemotingError,
-    NoRouteError,
-    SendFailedError,
-)
-from aiorocketmq.client.instance import ClientInstance, ClientManager
+from aiorocketmq.client.message_stream import Delivery, DeliveryStream, MessageStream
 from aiorocketmq.client.namesrv_api import NamesrvAPI
 from aiorocketmq.client.producer import Producer
 from aiorocketmq.client.pull_consumer import PullConsumer
@@ -56,34 +71,56 @@ from aiorocketmq.client.transaction_producer import (
     TransactionProducer,
     TransactionSendResult,
 )
+from aiorocketmq.common.errors import (
+    LocalProtocolError,
+    ProtocolError,
+    RemoteProtocolError,
+    RocketMQError,
+)
 from aiorocketmq.common.message import Message, MessageExt, MessageQueue
 
 __all__ = [
+    "BrokerNotFoundError",
     "ClientConfig",
     "ClientInstance",
     "ClientManager",
+    "ClientStateError",
     "ConsumeConcurrentlyContext",
     "ConsumeConcurrentlyStatus",
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
+    "Delivery",
+    "DeliveryStream",
+    "InvalidArgumentError",
+    "LocalProtocolError",
     "LocalTransactionState",
     "MQBrokerError",
     "MQClientError",
+    "MQConnectError",
     "MQNamesrvError",
     "MQRemotingError",
+    "MQResponseError",
+    "MQSendRequestError",
+    "MQTimeoutError",
+    "MQTooMuchRequestError",
     "Message",
     "MessageExt",
     "MessageQueue",
+    "MessageStream",
     "NamesrvAPI",
+    "NoNameServerError",
     "NoRouteError",
     "Producer",
     "ProducerConfig",
+    "ProtocolError",
     "PullConsumer",
     "PullConsumerConfig",
     "PullResult",
     "PullStatus",
     "PushConsumer",
     "PushConsumerConfig",
+    "RemoteProtocolError",
+    "RocketMQError",
     "RoundRobinSelector",
     "SendFailedError",
     "SendResult",

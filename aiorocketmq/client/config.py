@@ -210,7 +210,25 @@ class PushConsumerConfig(BaseModel):
     consume_timestamp_ms: int | None = Field(
         None, description="CONSUME_FROM_TIMESTAMP's time; None: half an hour before start."
     )
-    consume_thread_max: int = Field(20, ge=1, description="Batches consumed at the same time.")
+    consume_thread_min: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description=(
+            "Java's core size of the consume thread pool, reported as such in running "
+            "info; unset, it follows consumeThreadMax when that is below 20."
+        ),
+    )
+    consume_thread_max: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description=(
+            "Batches consumed at the same time, and the threads a plain def listener "
+            "runs on (async listeners stay on the loop). Java's pool, whose queue is "
+            "unbounded, never grows past consumeThreadMin; both default to 20."
+        ),
+    )
     consume_message_batch_max_size: int = Field(1, ge=1, description="Messages per listener call.")
     pull_batch_size: int = Field(32, ge=1, le=1024, description="Messages asked per pull.")
     pull_threshold_for_queue: int = Field(
@@ -245,3 +263,16 @@ class PushConsumerConfig(BaseModel):
         description="BROADCASTING offsets directory (rocketmq.client.localOffsetStoreDir).",
     )
     unit_mode: bool = Field(False, description="Unit mode flag sent in heartbeats.")
+
+    @model_validator(mode="after")
+    def _thread_bounds(self) -> PushConsumerConfig:
+        if "consume_thread_min" not in self.model_fields_set:
+            # Only consumeThreadMax given (e.g. 4): the core follows it down, rather
+            # than failing Java's min <= max check on a default nobody chose.
+            object.__setattr__(self, "consume_thread_min", min(20, self.consume_thread_max))
+        elif self.consume_thread_min > self.consume_thread_max:
+            raise ValueError(
+                f"consumeThreadMin ({self.consume_thread_min}) is larger than "
+                f"consumeThreadMax ({self.consume_thread_max})"
+            )
+        return self

@@ -3,22 +3,20 @@
 Owns (Java 4.9.8 ``ConsumeMessageConcurrentlyService`` /
 ``ConsumeMessageOrderlyService``):
 
-- the listener statuses and contexts (``ConsumeConcurrentlyStatus``,
-  ``ConsumeOrderlyStatus``, ``ConsumeConcurrentlyContext``, ``ConsumeOrderlyContext``);
-  a listener is ``listener(msgs, context) -> status`` (sync or async); an exception
-  or ``None`` counts as RECONSUME_LATER / SUSPEND_CURRENT_QUEUE_A_MOMENT;
 - ``ConcurrentConsumeService``: ``consume_thread_max`` worker tasks take batches of
-  ``consume_message_batch_max_size`` messages; a failed batch is sent back to the
-  broker (CONSUMER_SEND_MSG_BACK, clustering only; broadcasting drops it) and
-  what could not be sent back is consumed again locally 5 s later; then the
-  queue's offset becomes the smallest offset still held;
-- ``IteratorConsumeService``: the same, with the caller's ``async for`` loop in
-  place of the listener and the workers;
+  ``consume_message_batch_max_size`` messages and hand them to the listener
+  (``listener.ListenerRunner`` decides where it runs and what its answer means); a
+  failed batch is sent back to the broker (CONSUMER_SEND_MSG_BACK, clustering only;
+  broadcasting drops it) and what could not be sent back is consumed again locally
+  5 s later; then the queue's offset becomes the smallest offset still held;
 - ``OrderlyConsumeService``: one consume at a time per queue (``pq.consume_lock``),
   only while this client holds the queue's broker lock (clustering), messages
   taken in offset order; SUSPEND retries locally (1 s apart by default) until
   ``max_reconsume_times``, then the message goes to ``%RETRY%`` (and so to the
-  DLQ) and consumption moves on; a consume runs at most 60 s before yielding.
+  DLQ) and consumption moves on; a consume runs at most 60 s before yielding;
+- ``RetrySender``: the send-back itself.
+
+The ``async for`` services (no listener) are in ``message_stream``.
 
 Must not: pull, rebalance or keep offsets itself (the host's offset store does).
 """
@@ -26,17 +24,21 @@ Must not: pull, rebalance or keep offsets itself (the host's offset store does).
 from __future__ import annotations
 
 import asyncio
-import enum
-import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.errors import BrokerNotFoundError, MQClientError
 from aiorocketmq.client.instance import ClientInstance
+from aiorocketmq.client.listener import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    Listener,
+    ListenerRunner,
+)
 from aiorocketmq.client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
 from aiorocketmq.client.process_queue import ProcessQueue
 from aiorocketmq.client.producer import Producer
@@ -46,6 +48,7 @@ from aiorocketmq.common.message import Message, MessageExt, MessageQueue
 from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.common.protocol_bodies import MessageModel
 
+# The statuses, contexts and Listener are re-exported: they lived here first.
 __all__ = [
     "ConcurrentConsumeService",
     "ConsumeConcurrentlyContext",
@@ -53,10 +56,11 @@ __all__ = [
     "ConsumeHost",
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
-    "IteratorConsumeService",
     "Listener",
     "OrderlyConsumeService",
     "RetrySender",
+    "mark_consume_start",
+    "reset_retry_topic",
 ]
 
 log = logging.getLogger(__name__)
@@ -69,52 +73,6 @@ SUBMIT_LATER_S = 5.0
 
 MAX_TIME_CONSUME_CONTINUOUSLY_S = 60.0
 """An orderly consume yields after this long (``rocketmq.client.maxTimeConsumeContinuously``)."""
-
-
-class ConsumeConcurrentlyStatus(enum.Enum):
-    """A concurrent listener's answer."""
-
-    CONSUME_SUCCESS = "CONSUME_SUCCESS"
-    RECONSUME_LATER = "RECONSUME_LATER"
-
-
-class ConsumeOrderlyStatus(enum.Enum):
-    """An orderly listener's answer."""
-
-    SUCCESS = "SUCCESS"
-    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
-
-
-@dataclass(slots=True)
-class ConsumeConcurrentlyContext:
-    """What a concurrent listener may read and set.
-
-    Attributes:
-        message_queue: the queue the messages came from.
-        delay_level_when_next_consume: 0 lets the broker choose (3 + reconsume
-            times); -1 sends the messages straight to the DLQ.
-    """
-
-    message_queue: MessageQueue
-    delay_level_when_next_consume: int = 0
-
-
-@dataclass(slots=True)
-class ConsumeOrderlyContext:
-    """What an orderly listener may read and set.
-
-    Attributes:
-        message_queue: the queue the messages came from.
-        suspend_current_queue_time_millis: the pause after SUSPEND (-1: the
-            consumer's ``suspend_current_queue_time_millis``).
-    """
-
-    message_queue: MessageQueue
-    suspend_current_queue_time_millis: int = -1
-
-
-Listener = Callable[[list[MessageExt], Any], Any]
-"""``listener(msgs, context)`` returning a status, or an awaitable of one."""
 
 
 class ConsumeHost(Protocol):
@@ -150,18 +108,6 @@ class ConsumeHost(Protocol):
         """Where consume RT and OK/failed counts go (the instance's)."""
 
 
-async def call_listener(listener: Listener, msgs: list[MessageExt], context: object) -> Any:
-    """Run a sync or async listener; an exception is logged and returns None."""
-    try:
-        result = listener(msgs, context)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
-    except Exception:
-        log.exception("listener raised; the messages will be consumed again")
-        return None
-
-
 def reset_retry_topic(msgs: list[MessageExt], group: str) -> None:
     """Messages pulled from ``%RETRY%<group>`` get their original topic back."""
     group_topic = retry_topic(group)
@@ -171,7 +117,7 @@ def reset_retry_topic(msgs: list[MessageExt], group: str) -> None:
             msg.topic = original
 
 
-def _mark_consume_start(msgs: list[MessageExt]) -> None:
+def mark_consume_start(msgs: list[MessageExt]) -> None:
     now = str(int(time.time() * 1000))
     for msg in msgs:
         msg.put_property(MessageConst.PROPERTY_CONSUME_START_TIMESTAMP, now)
@@ -182,13 +128,18 @@ class ConcurrentConsumeService:
 
     Args:
         host: the push consumer.
-        listener: the concurrent listener.
+        runner: runs the concurrent listener (None: the ``async for`` subclass).
         workers: how many batches are consumed at the same time.
     """
 
-    def __init__(self, host: ConsumeHost, listener: Listener, workers: int) -> None:
+    def __init__(
+        self,
+        host: ConsumeHost,
+        runner: ListenerRunner[ConsumeConcurrentlyStatus] | None,
+        workers: int,
+    ) -> None:
         self.host = host
-        self.listener = listener
+        self.runner = runner
         self.workers = workers
         # None is the end marker ``IteratorConsumeService`` puts at shutdown.
         self._queue: asyncio.Queue[tuple[list[MessageExt], ProcessQueue, MessageQueue] | None] = (
@@ -213,6 +164,8 @@ class ConcurrentConsumeService:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        if self.runner is not None:
+            await self.runner.shutdown()
 
     def submit(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, _dispatch: bool = True
@@ -248,14 +201,13 @@ class ConcurrentConsumeService:
     async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         context = ConsumeConcurrentlyContext(mq)
         reset_retry_topic(msgs, self.host.group)
-        _mark_consume_start(msgs)
+        mark_consume_start(msgs)
         started = time.monotonic()
-        status = await call_listener(self.listener, msgs, context)
+        assert self.runner is not None  # workers run only with a listener
+        status = await self.runner.call(msgs, context)
         self.host.stats.inc_consume_rt(
             self.host.group, mq.topic, (time.monotonic() - started) * 1000
         )
-        if not isinstance(status, ConsumeConcurrentlyStatus):
-            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
         if not pq.dropped:
             await self._process_result(status, context, msgs, pq, mq)
 
@@ -293,79 +245,18 @@ class ConcurrentConsumeService:
             self.host.offset_store.update_offset(mq, offset, increase_only=True)
 
 
-class IteratorConsumeService(ConcurrentConsumeService):
-    """Concurrent consumption where the caller's ``async for`` loop is the listener.
-
-    A message counts as consumed when the loop asks for the next one; if the loop
-    raises or stops, it is sent back for retry like a RECONSUME_LATER answer (the
-    rest of its batch is queued again). The iteration ends at shutdown.
-    """
-
-    def __init__(self, host: ConsumeHost) -> None:
-        super().__init__(host, _no_listener, 0)
-        self._pending: set[asyncio.Task[None]] = set()
-
-    async def shutdown(self) -> None:
-        """End every ``messages()`` loop, then stop as the concurrent service does."""
-        self._queue.put_nowait(None)
-        await asyncio.gather(*self._pending, return_exceptions=True)
-        await super().shutdown()
-
-    def _failed(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        async def send_back() -> None:
-            status = ConsumeConcurrentlyStatus.RECONSUME_LATER
-            try:
-                await self._process_result(status, ConsumeConcurrentlyContext(mq), msgs, pq, mq)
-            except Exception:  # e.g. the consumer shut down meanwhile
-                log.exception("send back after a failed loop failed mq=%s", mq)
-
-        task = asyncio.create_task(send_back())
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
-
-    async def messages(self) -> AsyncIterator[MessageExt]:
-        """Yield messages until the consumer shuts down (see the class docstring)."""
-        while True:
-            item = await self._queue.get()
-            if item is None:
-                self._queue.put_nowait(None)  # for any other loop
-                return
-            msgs, pq, mq = item
-            if pq.dropped:
-                continue
-            reset_retry_topic(msgs, self.host.group)
-            _mark_consume_start(msgs)
-            for i, msg in enumerate(msgs):
-                try:
-                    yield msg
-                except BaseException:
-                    if i + 1 < len(msgs):
-                        self._queue.put_nowait((msgs[i + 1 :], pq, mq))
-                    if not pq.dropped:
-                        self._failed([msg], pq, mq)
-                    raise
-                if not pq.dropped:
-                    status = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-                    await self._process_result(
-                        status, ConsumeConcurrentlyContext(mq), [msg], pq, mq
-                    )
-
-
-def _no_listener(_msgs: list[MessageExt], _context: object) -> None:
-    """The iterator service calls no listener."""
-
-
 class OrderlyConsumeService:
     """Orderly consumption, one consume per queue at a time (see the module docstring).
 
     Args:
         host: the push consumer.
-        listener: the orderly listener.
+        runner: runs the orderly listener (a ``def`` one on the thread pool: still
+            one consume per queue at a time, several queues at once).
     """
 
-    def __init__(self, host: ConsumeHost, listener: Listener) -> None:
+    def __init__(self, host: ConsumeHost, runner: ListenerRunner[ConsumeOrderlyStatus]) -> None:
         self.host = host
-        self.listener = listener
+        self.runner = runner
         self._tasks: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
@@ -377,6 +268,7 @@ class OrderlyConsumeService:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        await self.runner.shutdown()
 
     def submit(
         self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool = True
@@ -424,15 +316,13 @@ class OrderlyConsumeService:
             if not msgs:
                 return
             reset_retry_topic(msgs, self.host.group)
-            _mark_consume_start(msgs)
+            mark_consume_start(msgs)
             context = ConsumeOrderlyContext(mq)
             began = time.monotonic()
-            status = await call_listener(self.listener, msgs, context)
+            status = await self.runner.call(msgs, context)
             self.host.stats.inc_consume_rt(
                 self.host.group, mq.topic, (time.monotonic() - began) * 1000
             )
-            if not isinstance(status, ConsumeOrderlyStatus):
-                status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
             if pq.dropped:
                 return
             if not await self._process_result(status, context, msgs, pq, mq):

@@ -17,7 +17,7 @@ Tree::
         │   └── MQNamesrvError             ... a name server
         ├── MQRemotingError                transport failure (always retriable)
         │   ├── MQConnectError             could not connect
-        │   ├── MQTimeoutError             no reply in time
+        │   ├── MQTimeoutError             no reply in time (also a TimeoutError)
         │   ├── MQSendRequestError         connection closed mid-flight
         │   └── MQTooMuchRequestError      in-flight bound reached
         ├── NoNameServerError              no name server configured / none answered
@@ -133,8 +133,12 @@ class MQConnectError(MQRemotingError):
     """Connecting to the server failed or timed out."""
 
 
-class MQTimeoutError(MQRemotingError):
-    """The server did not answer in time."""
+class MQTimeoutError(MQRemotingError, TimeoutError):
+    """The server did not answer in time.
+
+    Also a ``TimeoutError``, so ``except TimeoutError`` catches it as it catches
+    ``asyncio.timeout``'s; ``str()`` is the message, ``errno`` is None.
+    """
 
 
 class MQSendRequestError(MQRemotingError):

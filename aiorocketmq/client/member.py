@@ -2,7 +2,8 @@
 
 Owns: the group name checks (RocketMQ's group rules and the reserved
 ``DEFAULT_PRODUCER`` / ``DEFAULT_CONSUMER``), resolving the client config from a
-name-server address, joining a shared or private ``ClientInstance`` and registering
+name-server address (``NAMESRV_ADDR`` when none is given, as Java's
+``ClientConfig`` does), joining a shared or private ``ClientInstance`` and registering
 the group in it (refused when the group is already registered there, as Java),
 leaving it, and ``async with``.
 
@@ -11,6 +12,7 @@ Must not: hold producer or consumer behaviour (the subclasses do).
 
 from __future__ import annotations
 
+import os
 from types import TracebackType
 from typing import Literal, Self
 
@@ -19,7 +21,17 @@ from aiorocketmq.client.errors import ClientStateError, InvalidArgumentError
 from aiorocketmq.client.instance import ClientInstance, ClientManager
 from aiorocketmq.common.validators import validate_group
 
-__all__ = ["InstanceMember"]
+__all__ = ["NAMESRV_ADDR_ENV", "InstanceMember", "namesrv_addr_from_env"]
+
+NAMESRV_ADDR_ENV = "NAMESRV_ADDR"
+"""Java's ``NameServerAddressUtils`` reads this variable when no address is set."""
+
+
+def namesrv_addr_from_env() -> str | None:
+    """``NAMESRV_ADDR`` stripped, or None when unset or blank."""
+    value = os.environ.get(NAMESRV_ADDR_ENV, "").strip()
+    return value or None
+
 
 Role = Literal["producer", "consumer"]
 
@@ -30,7 +42,8 @@ class InstanceMember:
     Args:
         role: ``producer`` or ``consumer`` (which registry, which reserved group).
         group: the producer or consumer group.
-        namesrv_addr: ``;``-separated name servers, when ``client_config`` is None.
+        namesrv_addr: ``;``-separated name servers, when ``client_config`` is None;
+            None reads ``NAMESRV_ADDR``, as Java's ``ClientConfig``.
         client_config: the client's settings (client id, name servers...).
         manager: shares one instance per client id between members; None: a
             private instance started and stopped with this member.
@@ -57,7 +70,12 @@ class InstanceMember:
             )
         if client_config is None:
             if namesrv_addr is None:
-                raise InvalidArgumentError("namesrv_addr or client_config is required")
+                namesrv_addr = namesrv_addr_from_env()
+            if namesrv_addr is None:
+                raise InvalidArgumentError(
+                    "namesrv_addr or client_config is required (or set "
+                    f"{NAMESRV_ADDR_ENV}='host:port;host:port', as Java's ClientConfig reads it)"
+                )
             client_config = ClientConfig(namesrv_addr=namesrv_addr)
         self._role: Role = role
         self.group = group

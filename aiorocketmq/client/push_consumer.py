@@ -21,11 +21,16 @@ Usage::
     consumer = PushConsumer("my-group", namesrv_addr="127.0.0.1:9876")
     consumer.subscribe("TopicTest", "TagA || TagB")
     async with consumer:
-        async for msg in consumer.messages():
-            print(msg.topic, msg.queue_offset, msg.body)
+        async for delivery in consumer.deliveries():
+            async with delivery:  # ack on success, nack (retry) when it raises
+                print(delivery.message.topic, delivery.message.body)
 
-Must not: decide queue ownership (``rebalance``) or how a listener's answer is
-applied (``consume_service``).
+``consumer.messages()`` yields the messages themselves and acknowledges them
+implicitly; a listener (``register_message_listener``) runs ``async def`` on the
+loop and ``def`` on a thread pool (``listener`` module).
+
+Must not: decide queue ownership (``rebalance``), pull (``pull_service``), or
+decide how a listener's answer is applied (``consume_service``, ``message_stream``).
 """
 
 from __future__ import annotations
@@ -33,33 +38,46 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from types import TracebackType
 
 from aiorocketmq.client.allocate import AllocateStrategy, allocate_averagely
 from aiorocketmq.client.config import ClientConfig, PushConsumerConfig
 from aiorocketmq.client.consume_service import (
     ConcurrentConsumeService,
-    IteratorConsumeService,
-    Listener,
     OrderlyConsumeService,
     RetrySender,
 )
 from aiorocketmq.client.errors import (
     BrokerNotFoundError,
     ClientStateError,
+    InvalidArgumentError,
     MQClientError,
 )
 from aiorocketmq.client.instance import ClientInstance, ClientManager
+from aiorocketmq.client.listener import (
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyStatus,
+    Listener,
+    ListenerRunner,
+    is_async_listener,
+)
 from aiorocketmq.client.member import InstanceMember
+from aiorocketmq.client.message_stream import (
+    DeliveryStream,
+    IteratorConsumeService,
+    MessageStream,
+    Settle,
+    settle_for,
+)
 from aiorocketmq.client.offset_store import (
     LocalFileOffsetStore,
     ReadOffsetType,
     RemoteBrokerOffsetStore,
 )
 from aiorocketmq.client.process_queue import REBALANCE_LOCK_INTERVAL_MS, ProcessQueue
-from aiorocketmq.client.pull_wrapper import PullAPIWrapper, build_pull_sys_flag
-from aiorocketmq.client.rebalance import RebalanceImpl, compute_pull_from_where
-from aiorocketmq.client.results import PullStatus
+from aiorocketmq.client.pull_service import PullMessageService
+from aiorocketmq.client.pull_wrapper import PullAPIWrapper
+from aiorocketmq.client.rebalance import RebalanceImpl
 from aiorocketmq.client.stats import ConsumerStatsManager
 from aiorocketmq.common.constants import retry_topic
 from aiorocketmq.common.message import MessageExt, MessageQueue
@@ -113,6 +131,7 @@ class PushConsumer(InstanceMember):
         self.allocate_strategy = allocate_strategy
         self._subscriptions: dict[str, str] = {}
         self._listener: Listener | None = None
+        self._threaded: bool | None = None
         self.orderly = False
         self._rebalance: RebalanceImpl | None = None
         self._wrapper: PullAPIWrapper | None = None
@@ -120,7 +139,7 @@ class PushConsumer(InstanceMember):
         self._service: ConcurrentConsumeService | OrderlyConsumeService | None = None
         self._executor: BlockingExecutor | None = None
         self._sender: RetrySender | None = None
-        self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._pulls = PullMessageService(self)
         self._background: list[asyncio.Task[None]] = []
         self._rebalance_now = asyncio.Event()
         self._running = False
@@ -144,17 +163,32 @@ class PushConsumer(InstanceMember):
             self._rebalance.subscription_inner.pop(topic, None)
             self._rebalance_now.set()
 
-    def register_message_listener(self, listener: Listener, *, orderly: bool = False) -> None:
-        """Set the listener: ``listener(msgs, context)`` returning a status (sync or async).
+    def register_message_listener(
+        self, listener: Listener, *, orderly: bool = False, threaded: bool | None = None
+    ) -> None:
+        """Set the listener: ``listener(msgs, context)``, ``def`` or ``async def``.
+
+        Returning None (or the status of success) means consumed; raising (or
+        RECONSUME_LATER / SUSPEND_CURRENT_QUEUE_A_MOMENT) means consume again; any
+        other value counts as success with one warning (``listener`` module).
 
         Args:
-            listener: concurrent listeners return ``ConsumeConcurrentlyStatus``,
+            listener: concurrent listeners may return ``ConsumeConcurrentlyStatus``,
                 orderly ones ``ConsumeOrderlyStatus``.
             orderly: consume each queue in offset order, one consume at a time.
+            threaded: None (default): a ``def`` listener runs on a pool of
+                ``consume_thread_max`` threads, an ``async def`` one on the loop;
+                False: a ``def`` listener runs on the loop too (it must not block).
+
+        Raises:
+            ClientStateError: the consumer is already started.
+            InvalidArgumentError: ``threaded=True`` with an ``async def`` listener.
         """
         if self._running:
             raise ClientStateError("register the listener before start")
-        self._listener, self.orderly = listener, orderly
+        if threaded and is_async_listener(listener):
+            raise InvalidArgumentError("an async listener runs on the event loop: threaded=True")
+        self._listener, self.orderly, self._threaded = listener, orderly, threaded
 
     @property
     def max_reconsume_times(self) -> int:
@@ -191,7 +225,7 @@ class PushConsumer(InstanceMember):
             if v is not None
         }
         props[PROP_CONSUME_ORDERLY] = str(self.orderly).lower()
-        props[PROP_THREADPOOL_CORE_SIZE] = str(self.config.consume_thread_max)
+        props[PROP_THREADPOOL_CORE_SIZE] = str(self.config.consume_thread_min)
         props[PROP_CONSUMER_START_TIMESTAMP] = str(self._start_timestamp_ms)
         info = ConsumerRunningInfo(properties=props)
         info.subscription_set = list(rebalance.subscription_inner.values())
@@ -280,22 +314,48 @@ class PushConsumer(InstanceMember):
     def _make_service(self) -> ConcurrentConsumeService | OrderlyConsumeService:
         if self._listener is None:
             return IteratorConsumeService(self)
+        threads = self.config.consume_thread_max
         if self.orderly:
-            return OrderlyConsumeService(self, self._listener)
-        return ConcurrentConsumeService(self, self._listener, self.config.consume_thread_max)
+            runner = ListenerRunner(
+                self._listener, ConsumeOrderlyStatus, self.group, threads, self._threaded
+            )
+            return OrderlyConsumeService(self, runner)
+        concurrent = ListenerRunner(
+            self._listener, ConsumeConcurrentlyStatus, self.group, threads, self._threaded
+        )
+        return ConcurrentConsumeService(self, concurrent, threads)
 
     async def shutdown(self) -> None:
-        """Stop pulling and consuming, unlock, persist offsets, unregister (idempotent)."""
+        """Stop pulling and consuming, unlock, persist offsets, unregister (idempotent).
+
+        An ``async for`` loop's message in hand counts as consumed (the loop
+        ended without an exception); ``async with consumer`` passes on how its
+        block ended instead (see ``messages()``).
+        """
+        await self._shutdown(Settle.ACK)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._shutdown(settle_for(exc))
+
+    async def _shutdown(self, settle: Settle) -> None:
         instance = self._instance
         if instance is None or not self._running:
             return
         self._running = False
-        tasks = self._background + list(self._pull_tasks.values())
+        tasks = self._background + self._pulls.tasks()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._background, self._pull_tasks = [], {}
-        if self._service is not None:
+        self._background = []
+        self._pulls.clear()
+        if isinstance(self._service, IteratorConsumeService):
+            await self._service.shutdown(settle)
+        elif self._service is not None:
             await self._service.shutdown()
         try:
             for pq in self.rebalance.process_queue_table.values():
@@ -322,21 +382,37 @@ class PushConsumer(InstanceMember):
 
     # -- iterator ------------------------------------------------------------------------
 
-    def messages(self) -> AsyncIterator[MessageExt]:
-        """Yield consumed messages (consumers without a listener), until shutdown.
+    def messages(self) -> MessageStream:
+        """Yield consumed messages, acknowledged implicitly (consumers without a listener).
 
-        A message counts as consumed when the loop asks for the next one; if the
-        loop body raises or breaks, that message is sent back and consumed again
-        once the generator is closed: use ``contextlib.aclosing(consumer.messages())``
-        to close it when the loop exits rather than when it is garbage-collected.
+        A message is acknowledged when the loop asks for the next one, or when the
+        loop ends without an exception (``break``): at the stream's close, when
+        another loop starts, or at shutdown. When the loop raises and the exception
+        reaches ``async with consumer`` (or ``async with consumer.messages() as
+        stream``), the message in hand is sent back and consumed again later.
+        No ``aclosing`` is needed. For per-message control use ``deliveries()``.
 
         Raises:
             ClientStateError: not started, or a listener is registered.
         """
+        return self._stream_service().open_messages()
+
+    def deliveries(self) -> DeliveryStream:
+        """Yield ``Delivery`` objects to ``ack()`` / ``nack()`` yourself (or ``async with``).
+
+        Nothing is acknowledged for you: an unsettled delivery holds its queue's
+        committed offset, so it is consumed again after a restart or rebalance.
+
+        Raises:
+            ClientStateError: not started, or a listener is registered.
+        """
+        return self._stream_service().open_deliveries()
+
+    def _stream_service(self) -> IteratorConsumeService:
         service = self._service
-        if not isinstance(service, IteratorConsumeService):
-            raise ClientStateError("messages() is for started consumers without a listener")
-        return service.messages()
+        if not isinstance(service, IteratorConsumeService) or not self._running:
+            raise ClientStateError("async for is for started consumers without a listener")
+        return service
 
     # -- ConsumerInner -------------------------------------------------------------------
 
@@ -459,112 +535,26 @@ class PushConsumer(InstanceMember):
     # -- pulling -------------------------------------------------------------------------
 
     def dispatch_pull_request(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
-        """Start the pull loop of a newly owned queue."""
-        old = self._pull_tasks.get(mq)
-        if old is not None and not old.done():
-            old.cancel()  # its process queue was dropped; the new one takes over
-        task = asyncio.create_task(self._pull_loop(mq, pq, next_offset), name=f"pull-{mq}")
-        self._pull_tasks[mq] = task
+        """Start the pull loop of a newly owned queue (``PullMessageService``)."""
+        self._pulls.dispatch(mq, pq, next_offset)
 
-        def forget(done: asyncio.Task[None]) -> None:
-            if self._pull_tasks.get(mq) is done:
-                del self._pull_tasks[mq]
+    def submit_pulled(
+        self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, dispatch: bool
+    ) -> None:
+        """Hand pulled messages to the consume service."""
+        assert self._service is not None
+        self._service.submit(msgs, pq, mq, dispatch)
 
-        task.add_done_callback(forget)
-
-    def _must_wait(self, pq: ProcessQueue) -> bool:
-        """Java's flow control: too many, too large, or (concurrent) too far apart."""
-        c = self.config
-        if pq.msg_count > c.pull_threshold_for_queue:
-            return True
-        if pq.msg_size > c.pull_threshold_size_for_queue * 1024 * 1024:
-            return True
-        return not self.orderly and pq.max_span() > c.consume_concurrently_max_span
-
-    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
-        """Pull ``mq`` until its process queue is dropped (Java's pullMessage)."""
-        delay_on_error = self.config.pull_time_delay_millis_when_exception / 1000
-        previously_locked = False
-        while self._running and not pq.dropped:
-            pq.last_pull_timestamp = int(time.monotonic() * 1000)
-            if self._must_wait(pq):
-                await asyncio.sleep(0.05)
-                continue
-            if self.orderly and not previously_locked:
-                if not pq.locked:
-                    await asyncio.sleep(delay_on_error)
-                    continue
-                try:  # the lock is ours now: start from the committed offset
-                    offset = await compute_pull_from_where(
-                        mq, self.rebalance.consume_from_where, self.offset_store, self,
-                        self.rebalance.consume_timestamp_ms,
-                    )  # fmt: skip
-                except MQClientError:
-                    await asyncio.sleep(delay_on_error)
-                    continue
-                previously_locked = True
-            try:
-                offset = await self._pull_once(mq, pq, offset)
-            except MQClientError as exc:
-                log.info("pull failed mq=%s error=%s", mq, exc)
-                await asyncio.sleep(delay_on_error)
-            except Exception:  # a bug must not end this queue's pulls for good
-                log.exception("pull loop error mq=%s", mq)
-                await asyncio.sleep(delay_on_error)
-
-    async def _pull_once(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> int:
-        """One long-polling pull; returns the next offset."""
-        subscription = self.rebalance.subscription_inner.get(mq.topic)
-        if subscription is None:
-            await asyncio.sleep(self.config.pull_time_delay_millis_when_exception / 1000)
-            return offset
-        commit_offset = 0
-        if self.model is MessageModel.CLUSTERING:
-            commit_offset = max(
-                0, await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
-            )
-        wrapper = self._wrapper
-        assert wrapper is not None
-        began = time.monotonic()
-        result = await wrapper.pull_kernel(
-            mq,
-            subscription,
-            offset,
-            self.config.pull_batch_size,
-            sys_flag=build_pull_sys_flag(commit_offset > 0, True, True),
-            commit_offset=commit_offset,
-            suspend_timeout_ms=self.config.broker_suspend_max_time_millis,
-            timeout_ms=self.config.consumer_timeout_millis_when_suspend,
-        )
-        result = wrapper.process_pull_result(mq, result, subscription)
-        if pq.dropped:
-            return offset
-        if result.status is PullStatus.FOUND:
-            msgs = result.msg_found_list
-            stats = self.stats
-            stats.inc_pull_rt(self.group, mq.topic, (time.monotonic() - began) * 1000)
-            stats.inc_pull_tps(self.group, mq.topic, len(msgs))
-            if msgs:
-                dispatch = pq.put_messages(msgs)
-                assert self._service is not None
-                self._service.submit(msgs, pq, mq, dispatch)
-            return result.next_begin_offset
-        if result.status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
-            if pq.msg_count == 0:  # Java's correctTagsOffset
-                self.offset_store.update_offset(mq, result.next_begin_offset, increase_only=True)
-            return result.next_begin_offset
-        await self._offset_illegal(mq, pq, result.next_begin_offset)
-        return result.next_begin_offset
-
-    async def _offset_illegal(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
-        """OFFSET_ILLEGAL: drop the queue, then (10 s later) store the broker's offset."""
-        log.warning("pull offset illegal mq=%s next=%d", mq, next_offset)
-        pq.dropped = True
-        await asyncio.sleep(10)
-        self.offset_store.update_offset(mq, next_offset)
-        await self.offset_store.persist(mq)
-        self.rebalance.remove_process_queue(mq)
+    def rebalance_soon(self) -> None:
+        """Ask the rebalance loop to run now."""
         self._rebalance_now.set()
+
+    @property
+    def pull_wrapper(self) -> PullAPIWrapper:
+        """The pull API wrapper (raises ``ClientStateError`` before ``start``)."""
+        if self._wrapper is None:
+            raise ClientStateError(f"push consumer {self.group} is not started")
+        return self._wrapper
 
     # -- send back -----------------------------------------------------------------------
 

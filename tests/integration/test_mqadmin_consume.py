@@ -169,7 +169,8 @@ async def test_consumer_status_table_json_and_files(
     seen: set[str] = set()
     done = asyncio.Event()
 
-    def listener(msgs: list[MessageExt], _context: object) -> ConsumeConcurrentlyStatus:
+    # async: it sets an asyncio.Event (a def listener would run on a pool thread)
+    async def listener(msgs: list[MessageExt], _context: object) -> ConsumeConcurrentlyStatus:
         seen.update(m.keys[0] for m in msgs)
         if len(seen) == len(cluster.sent):
             done.set()

@@ -227,7 +227,8 @@ async def test_group_connection_and_offset_commands(
     seen: set[str] = set()
     all_seen = asyncio.Event()
 
-    def listener(msgs: list[MessageExt], _context: object) -> ConsumeConcurrentlyStatus:
+    # async: it sets an asyncio.Event (a def listener would run on a pool thread)
+    async def listener(msgs: list[MessageExt], _context: object) -> ConsumeConcurrentlyStatus:
         seen.update(m.keys[0] for m in msgs)
         if len(seen) == 20:
             all_seen.set()

@@ -34,7 +34,8 @@ async def push_keys(
     seen: Counter[str] = Counter()
     done = asyncio.Event()
 
-    def listener(msgs: list[MessageExt], _context: object) -> ConsumeConcurrentlyStatus:
+    # async: it sets an asyncio.Event (a def listener would run on a pool thread)
+    async def listener(msgs: list[MessageExt], _context: object) -> ConsumeConcurrentlyStatus:
         seen.update(m.keys[0] for m in msgs)
         if len(seen) >= total:
             done.set()

@@ -1,15 +1,10 @@
-"""Consume-service helpers: listener calls, retry-topic reset, and the send-back fallback to
-``%RETRY%<group>`` against a real in-process broker."""
+"""Consume-service helpers: retry-topic reset, and the send-back fallback to
+``%RETRY%<group>`` against a real in-process broker (listener calls: test_listener)."""
 
 from __future__ import annotations
 
 from aiorocketmq.client.config import ClientConfig
-from aiorocketmq.client.consume_service import (
-    ConsumeConcurrentlyStatus,
-    RetrySender,
-    call_listener,
-    reset_retry_topic,
-)
+from aiorocketmq.client.consume_service import RetrySender, reset_retry_topic
 from aiorocketmq.client.errors import MQClientError
 from aiorocketmq.client.producer import Producer
 from aiorocketmq.client.pull_consumer import PullConsumer
@@ -19,20 +14,6 @@ from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.namesrv.server import NamesrvController
 from tests.support.wait import wait_until
 from tests.unit.client.conftest import StartBroker
-
-OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-
-async def test_call_listener_sync_async_and_raising() -> None:
-    async def async_listener(msgs: list[MessageExt], _ctx: object) -> ConsumeConcurrentlyStatus:
-        return OK
-
-    def raising(msgs: list[MessageExt], _ctx: object) -> ConsumeConcurrentlyStatus:
-        raise RuntimeError("listener bug")
-
-    assert await call_listener(lambda msgs, ctx: OK, [], None) is OK
-    assert await call_listener(async_listener, [], None) is OK
-    assert await call_listener(raising, [], None) is None  # counted as a failure
 
 
 def test_reset_retry_topic_only_for_the_group_retry_topic() -> None:

@@ -1,0 +1,231 @@
+"""Push-consumer listeners: their statuses and contexts, where they run, what their answer means.
+
+Owns (Java 4.9.8 ``MessageListenerConcurrently`` / ``MessageListenerOrderly`` and the
+part of the consume services that calls them):
+
+- ``ConsumeConcurrentlyStatus``, ``ConsumeOrderlyStatus`` and the two contexts;
+- ``ListenerRunner``: calls ``listener(msgs, context)`` and reads its answer.
+
+Where a listener runs:
+
+- an ``async def`` listener (or an object with ``async def __call__``) runs on the
+  event loop: it must not block;
+- a plain ``def`` listener runs on the consumer's own thread pool of
+  ``consumeThreadMax`` threads (Java's ConsumeMessageThread pool), so a listener that
+  blocks (a database call, ``time.sleep``) stalls only its thread, never the client.
+  It must not touch loop objects (``asyncio.Event.set``, futures): use
+  ``loop.call_soon_threadsafe`` for that, or write it ``async``. ``threaded=False``
+  at registration runs it on the loop instead (for quick, non-blocking listeners).
+
+What the answer means (the choice documented in the README):
+
+==========================  ===============================  ================================
+listener ...                concurrent                       orderly
+==========================  ===============================  ================================
+returns None                CONSUME_SUCCESS                  SUCCESS
+returns its own status      that status                      that status
+returns the other kind      same meaning (SUCCESS <->        same meaning
+                            CONSUME_SUCCESS, SUSPEND... <->
+                            RECONSUME_LATER)
+raises                      RECONSUME_LATER (logged)         SUSPEND_CURRENT_QUEUE_A_MOMENT
+returns anything else       CONSUME_SUCCESS, and one         SUCCESS, and one warning per
+                            warning per consumer             consumer
+==========================  ===============================  ================================
+
+None means success as in aio-pika's ``process()``: a listener that forgets its
+``return`` must not send every message back (Java, where a null answer is
+RECONSUME_LATER, cannot forget one). Any other value (``0``, ``True``, a count) is
+not a failure either: failing is raising or returning RECONSUME_LATER. Treating such
+a value as a retry turned 2,011 consumed messages into 1,010 redeliveries in a
+minute; the warning names the value so the mistake is seen once, not per message.
+
+Must not: pull, commit offsets or send messages back (the consume services do).
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast
+
+from aiorocketmq.client.errors import InvalidArgumentError
+from aiorocketmq.common.message import MessageExt, MessageQueue
+from aiorocketmq.runtime import BlockingExecutor
+
+__all__ = [
+    "ConsumeConcurrentlyContext",
+    "ConsumeConcurrentlyStatus",
+    "ConsumeOrderlyContext",
+    "ConsumeOrderlyStatus",
+    "Listener",
+    "ListenerRunner",
+    "is_async_listener",
+]
+
+log = logging.getLogger(__name__)
+
+
+class ConsumeConcurrentlyStatus(enum.Enum):
+    """A concurrent listener's answer."""
+
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+class ConsumeOrderlyStatus(enum.Enum):
+    """An orderly listener's answer."""
+
+    SUCCESS = "SUCCESS"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+@dataclass(slots=True)
+class ConsumeConcurrentlyContext:
+    """What a concurrent listener may read and set.
+
+    Attributes:
+        message_queue: the queue the messages came from.
+        delay_level_when_next_consume: 0 lets the broker choose (3 + reconsume
+            times); -1 sends the messages straight to the DLQ.
+    """
+
+    message_queue: MessageQueue
+    delay_level_when_next_consume: int = 0
+
+
+@dataclass(slots=True)
+class ConsumeOrderlyContext:
+    """What an orderly listener may read and set.
+
+    Attributes:
+        message_queue: the queue the messages came from.
+        suspend_current_queue_time_millis: the pause after SUSPEND (-1: the
+            consumer's ``suspend_current_queue_time_millis``).
+    """
+
+    message_queue: MessageQueue
+    suspend_current_queue_time_millis: int = -1
+
+
+Listener = Callable[[list[MessageExt], Any], Any]
+"""``listener(msgs, context)``: ``def`` or ``async def``; returns a status or None."""
+
+S = TypeVar("S", ConsumeConcurrentlyStatus, ConsumeOrderlyStatus)
+
+
+def is_async_listener(listener: Listener) -> bool:
+    """Whether calling ``listener`` gives a coroutine (functions, partials, ``__call__``)."""
+    if inspect.iscoroutinefunction(listener):
+        return True
+    call = getattr(type(listener), "__call__", None)  # noqa: B004 - the class's, not callable()
+    return inspect.iscoroutinefunction(call)
+
+
+# One answer of each kind per meaning, so a listener returning the other kind's
+# status is read by meaning rather than as "anything else".
+_SUCCESS: dict[type[enum.Enum], enum.Enum] = {
+    ConsumeConcurrentlyStatus: ConsumeConcurrentlyStatus.CONSUME_SUCCESS,
+    ConsumeOrderlyStatus: ConsumeOrderlyStatus.SUCCESS,
+}
+_FAILURE: dict[type[enum.Enum], enum.Enum] = {
+    ConsumeConcurrentlyStatus: ConsumeConcurrentlyStatus.RECONSUME_LATER,
+    ConsumeOrderlyStatus: ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
+}
+
+
+class ListenerRunner(Generic[S]):
+    """Runs one consumer's listener where it belongs and reads its answer (module docstring).
+
+    Args:
+        listener: the registered listener.
+        status_type: ``ConsumeConcurrentlyStatus`` or ``ConsumeOrderlyStatus``.
+        group: the consumer group (thread names, log lines).
+        threads: the thread pool's size for a sync listener (``consumeThreadMax``).
+        threaded: None runs ``def`` listeners on the pool and ``async def`` ones on
+            the loop; False runs a ``def`` listener on the loop too.
+
+    Raises:
+        InvalidArgumentError: ``threaded=True`` for an ``async def`` listener.
+    """
+
+    def __init__(
+        self,
+        listener: Listener,
+        status_type: type[S],
+        group: str,
+        threads: int,
+        threaded: bool | None = None,
+    ) -> None:
+        self.listener = listener
+        self.status_type: type[S] = status_type
+        self.group = group
+        self.is_async = is_async_listener(listener)
+        if self.is_async and threaded:
+            raise InvalidArgumentError("an async listener runs on the event loop: threaded=True")
+        self._pool: BlockingExecutor | None = None
+        if not self.is_async and threaded is not False:
+            # Java names these threads ConsumeMessageThread_<n>.
+            self._pool = BlockingExecutor(f"ConsumeMessageThread_{group}", max_workers=threads)
+        self._warned = False
+
+    @property
+    def threaded(self) -> bool:
+        """Whether the listener runs on the thread pool."""
+        return self._pool is not None
+
+    async def call(self, msgs: list[MessageExt], context: object) -> S:
+        """Run the listener once and return its answer as a status (module docstring)."""
+        try:
+            if self._pool is not None:
+                result = await self._pool.run(self.listener, msgs, context)
+            else:
+                result = self.listener(msgs, context)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception:
+            log.exception(
+                "listener raised: the messages will be consumed again group=%s", self.group
+            )
+            return self._status(_FAILURE)
+        return self.status_of(result)
+
+    def status_of(self, result: object) -> S:
+        """The status a listener's return value stands for (module docstring's table)."""
+        if result is None:
+            return self._status(_SUCCESS)
+        if isinstance(result, ConsumeConcurrentlyStatus | ConsumeOrderlyStatus):
+            # Its own kind maps to itself; the other kind by meaning.
+            table = _SUCCESS if result in _SUCCESS.values() else _FAILURE
+            return self._status(table)
+        if not self._warned:
+            self._warned = True
+            success = self._status(_SUCCESS)
+            log.warning(
+                "listener of group %s returned %r (%s), not a %s: treated as %s. Return "
+                "None or %s on success; raise or return %s to consume the messages again "
+                "(this warning is logged once per consumer)",
+                self.group,
+                result,
+                type(result).__name__,
+                self.status_type.__name__,
+                success.name,
+                success.name,
+                self._status(_FAILURE).name,
+            )
+        return self._status(_SUCCESS)
+
+    def _status(self, table: dict[type[enum.Enum], enum.Enum]) -> S:
+        return cast(S, table[self.status_type])
+
+    async def shutdown(self) -> None:
+        """Stop the thread pool: calls not started are dropped, running ones finish alone.
+
+        Threads cannot be interrupted; a running call's answer is discarded, so its
+        messages stay uncommitted and are consumed again (Java's default
+        ``awaitTerminationMillisWhenShutdown`` of 0 does the same).
+        """
+        if self._pool is not None:
+            await self._pool.shutdown(wait=False)
