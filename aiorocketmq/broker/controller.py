@@ -70,6 +70,7 @@ from aiorocketmq.broker.topic_config import TopicConfigManager
 from aiorocketmq.broker.transaction.check_service import TransactionalMessageCheckService
 from aiorocketmq.broker.transaction.half_service import TransactionalMessageBridge
 from aiorocketmq.common.clock import Clock, SystemClock
+from aiorocketmq.common.constants import VIP_CHANNEL_PORT_OFFSET
 from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection
 from aiorocketmq.remoting.server import RemotingServer
 from aiorocketmq.runtime.executor import BlockingExecutor
@@ -126,7 +127,12 @@ class BrokerController(Service):
         self.ha.install(self.store)
         self.metrics = BrokerMetrics(settings, self.ctx, self.ha)
         self.acl, self.table = self._build_acl(self.metrics.table)
-        self.server = RemotingServer(self.metrics.table, settings.remoting, name="broker")
+        self.server = RemotingServer(
+            self.metrics.table,
+            settings.remoting,
+            name="broker",
+            extra_port_offsets=(VIP_CHANNEL_PORT_OFFSET,),
+        )
         self.pull = PullProcessor(self.ctx)
         self.hold = self.ctx.hold = self._build_hold_service()
         self.notifier = ConsumerIdsChangedNotifier(

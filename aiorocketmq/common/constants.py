@@ -27,6 +27,11 @@ from aiorocketmq.common.errors import RemoteProtocolError
 MASTER_ID: Final = 0
 """``brokerId`` of a master; slaves have ids > 0 (``MixAll.MASTER_ID``)."""
 
+VIP_CHANNEL_PORT_OFFSET: Final = -2
+"""A broker's VIP channel listens on ``listenPort - 2`` (``BrokerController``'s
+``fastRemotingServer``); clients with ``vipChannelEnabled`` and rocketmq-dashboard
+dial the route's port minus 2 (``MixAll.brokerVIPChannel``)."""
+
 MESSAGE_MAGIC_CODE: Final = -626843481
 """0xDAA320A7 as a signed int: the v1 record, the only one RocketMQ 4.9 writes."""
 

@@ -32,6 +32,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
+from aiorocketmq.common.constants import VIP_CHANNEL_PORT_OFFSET
 from aiorocketmq.common.properties_file import format_properties, parse_properties
 
 __all__ = [
@@ -150,9 +151,13 @@ class Layout:
         """Every ``/metrics`` port of the layout (nodes with metrics off have none)."""
         return [n.metrics_port for n in self.nodes if n.metrics_port]
 
+    def vip_ports(self) -> list[int]:
+        """Every broker's VIP channel port (``listenPort - 2``, bound with the broker)."""
+        return [n.port + VIP_CHANNEL_PORT_OFFSET for n in self.nodes if not n.is_namesrv and n.port]
+
     def all_ports(self) -> list[int]:
-        """Every port the layout binds: remoting, then metrics."""
-        return self.ports() + self.metrics_ports()
+        """Every port the layout binds: remoting, then metrics, then VIP channels."""
+        return self.ports() + self.metrics_ports() + self.vip_ports()
 
     def shifted(self, port_base: int) -> Layout:
         """The layout with every port (metrics too) moved by one amount, so that the

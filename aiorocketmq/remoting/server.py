@@ -4,7 +4,10 @@ Owns: the listening socket (port 0 picks a free port; the bound address is
 readable), the set of live connections, close notifications for upper layers
 (a name server evicts a broker at once when its connection closes), idle-connection
 expiry, ``maxConnections`` (one more gets SYSTEM_BUSY and is closed), and
-server-to-client requests bounded by RocketMQ's semaphores. With
+server-to-client requests bounded by RocketMQ's semaphores, and extra listening
+ports at fixed offsets from the main one that serve exactly as it does (the
+broker's VIP channel, RocketMQ's ``fastRemotingServer`` at ``listenPort - 2``;
+with port 0 the pair is found together, so ``main + offset`` always holds). With
 ``tls.server.mode`` permissive or enforcing the listener is a ``TlsServer``
 (``tls_listener.py``); disabled keeps ``loop.create_server``.
 
@@ -14,7 +17,9 @@ Must not: interpret request codes; that is the processors' job.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import ssl
 import time
 from collections.abc import Callable
 
@@ -30,6 +35,12 @@ log = logging.getLogger(__name__)
 #: How long a connection past ``maxConnections`` may stay without sending anything.
 _OVER_LIMIT_GRACE_S = 2.0
 
+#: With port 0, how many free main ports are tried before giving up finding one
+#: whose offset ports are free too (each try is two binds; a busy host fails few).
+_PAIR_ATTEMPTS = 64
+
+Listener = asyncio.base_events.Server | TlsServer
+
 ConnectionListener = Callable[[RemotingConnection], None]
 
 
@@ -41,6 +52,9 @@ class RemotingServer:
             REQUEST_CODE_NOT_SUPPORTED.
         config: listen address and limits.
         name: used in log lines (``namesrv``, ``broker``...).
+        extra_port_offsets: more ports to listen on, each ``offset`` from the main
+            one (the broker's VIP channel: ``(-2,)``); they share the processors,
+            connections and limits of the main port.
     """
 
     def __init__(
@@ -49,11 +63,15 @@ class RemotingServer:
         config: RemotingServerConfig | None = None,
         *,
         name: str = "remoting",
+        extra_port_offsets: tuple[int, ...] = (),
     ) -> None:
         self.config = config or RemotingServerConfig()
         self.name = name
         self._processors = processors
-        self._server: asyncio.base_events.Server | TlsServer | None = None
+        self._offsets = extra_port_offsets
+        self._server: Listener | None = None
+        self._extra: list[Listener] = []
+        self.extra_ports: list[int] = []
         self._connections: set[RemotingConnection] = set()
         self._open_listeners: list[ConnectionListener] = []
         self._close_listeners: list[ConnectionListener] = []
@@ -85,33 +103,81 @@ class RemotingServer:
             self._close_listeners.append(on_close)
 
     async def start(self) -> None:
-        """Bind and start accepting; ``listen_port`` 0 picks a free port."""
+        """Bind and start accepting; ``listen_port`` 0 picks a free port.
+
+        Raises:
+            OSError: a port (or, with port 0, every pair tried) is in use.
+        """
         loop = asyncio.get_running_loop()
         tls = self.config.tls
-        if tls.server_enabled:
-            context = await asyncio.to_thread(build_server_context, tls)
-            self._server = await start_tls_server(
+        context = await asyncio.to_thread(build_server_context, tls) if tls.server_enabled else None
+        port = self.config.listen_port
+        for attempt in range(1 if port else _PAIR_ATTEMPTS):
+            self._server = await self._listen(port, context)
+            self.host, self.port = self._server.sockets[0].getsockname()[:2]
+            try:
+                await self._listen_extra(context)
+                break
+            except OSError as exc:
+                if port or exc.errno not in (errno.EADDRINUSE, errno.EACCES, errno.EINVAL):
+                    await self._unbind()
+                    raise
+                # Port 0: this main port's neighbour is taken; try another main port.
+                await self._unbind()
+                if attempt == _PAIR_ATTEMPTS - 1:
+                    raise OSError(
+                        exc.errno,
+                        f"{self.name}: no free port P with P{self._offsets_text()} free too "
+                        f"after {_PAIR_ATTEMPTS} tries",
+                    ) from exc
+        if self.config.server_channel_max_idle_time_seconds > 0:
+            self._idle_task = loop.create_task(self._idle_loop(), name=f"{self.name}-idle")
+        log.info(
+            "%s listening address=%s extra_ports=%s tls=%s",
+            self.name, self.address, self.extra_ports, tls.server_mode,
+        )  # fmt: skip
+
+    def _offsets_text(self) -> str:
+        return ", ".join(f"{off:+d}" for off in self._offsets)
+
+    async def _listen(self, port: int, context: ssl.SSLContext | None) -> Listener:
+        tls = self.config.tls
+        if context is not None:
+            return await start_tls_server(
                 self._make_protocol,
                 self.config.listen_host,
-                self.config.listen_port,
+                port,
                 context,
                 tls.server_mode,
                 handshake_timeout_s=tls.handshake_timeout_s,
                 name=self.name,
             )
-        else:
-            self._server = await loop.create_server(
-                self._make_protocol,
-                self.config.listen_host,
-                self.config.listen_port,
-                reuse_address=True,
-                backlog=1024,
-            )
-        sockname = self._server.sockets[0].getsockname()
-        self.host, self.port = sockname[0], sockname[1]
-        if self.config.server_channel_max_idle_time_seconds > 0:
-            self._idle_task = loop.create_task(self._idle_loop(), name=f"{self.name}-idle")
-        log.info("%s listening address=%s tls=%s", self.name, self.address, tls.server_mode)
+        loop = asyncio.get_running_loop()
+        return await loop.create_server(
+            self._make_protocol, self.config.listen_host, port, reuse_address=True, backlog=1024
+        )
+
+    async def _listen_extra(self, context: ssl.SSLContext | None) -> None:
+        """Bind every ``main + offset`` port, or raise OSError naming the one in use."""
+        for offset in self._offsets:
+            port = self.port + offset
+            if not 0 < port <= 65535:
+                raise OSError(errno.EINVAL, f"{self.name}: port {self.port}{offset:+d} is invalid")
+            try:
+                server = await self._listen(port, context)
+            except OSError as exc:
+                raise OSError(
+                    exc.errno,
+                    f"{self.name}: cannot listen on {port} (listenPort{offset:+d}): {exc}",
+                ) from exc
+            self._extra.append(server)
+            self.extra_ports.append(port)
+
+    async def _unbind(self) -> None:
+        for server in [self._server, *self._extra]:
+            if server is not None:
+                server.close()
+        self._server, self._extra, self.extra_ports = None, [], []
 
     async def shutdown(self, grace_s: float = 2.0) -> None:
         """Stop accepting, close every connection and wait for them (idempotent)."""
@@ -120,9 +186,7 @@ class RemotingServer:
             self._idle_task.cancel()
             await asyncio.gather(self._idle_task, return_exceptions=True)
             self._idle_task = None
-        if self._server is not None:
-            self._server.close()
-            self._server = None
+        await self._unbind()
         connections = list(self._connections)
         for conn in connections:
             conn.close()
