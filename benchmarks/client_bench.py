@@ -404,7 +404,7 @@ async def bench_rocketmq(args: argparse.Namespace, tmp: Path) -> Result:
     py = [sys.executable]
     namesrv = spawn(
         "mqnamesrv",
-        [*py, "-m", "aiorocketmq.cli.namesrv", "-p", "0", "-n", "127.0.0.1"],
+        [*py, "-m", "aiorocketmq.cli.namesrv", "--listenPort", "0", "--bindAddress", "127.0.0.1"],
         tmp / "namesrv.log",
         NAMESRV_READY,
     )

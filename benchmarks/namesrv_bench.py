@@ -1,6 +1,6 @@
 """Name-server benchmark: GET_ROUTEINFO_BY_TOPIC requests/s with a realistic route table.
 
-Setup: ``mqnamesrv`` runs in a child process (the real CLI, ``-p 0``); this process
+Setup: ``mqnamesrv`` runs in a child process (the real CLI, ``--listenPort 0``); this process
 registers ``--brokers`` masters (8), each holding the same ``--topics`` topics
 (1,000), over one connection per broker, which stays open for the whole run (a
 closed one would evict its broker). Every route therefore lists 8 queue datas and 8
@@ -74,7 +74,16 @@ def _broker_addr(i: int) -> str:
 def _start_namesrv(workdir: Path) -> _Child:
     conf = workdir / "namesrv.properties"
     conf.write_text(f"kvConfigPath={workdir / 'kvConfig.json'}\n")
-    argv = ["-m", "aiorocketmq.cli.namesrv", "-p", "0", "-n", "127.0.0.1", "-c", str(conf)]
+    argv = [
+        "-m",
+        "aiorocketmq.cli.namesrv",
+        "--listenPort",
+        "0",
+        "--bindAddress",
+        "127.0.0.1",
+        "-c",
+        str(conf),
+    ]
     proc = subprocess.Popen(
         [sys.executable, *argv, "--log-level", "WARNING"],
         stdin=subprocess.DEVNULL,

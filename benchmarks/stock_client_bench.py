@@ -233,7 +233,7 @@ def bench(root: Path, messages: int, args: Any) -> None:
     """Start the servers, run the three phases, print the figures."""
     env = {**os.environ, "HOME": str(root), "PYTHONUNBUFFERED": "1"}
     namesrv = start_server(
-        ["aiorocketmq.cli.namesrv", "-p", "0", "-n", "127.0.0.1"],
+        ["aiorocketmq.cli.namesrv", "--listenPort", "0", "--bindAddress", "127.0.0.1"],
         r"mqnamesrv ready address=(?P<addr>\S+)",
         root / "namesrv.log",
         env,

@@ -30,7 +30,7 @@ case "${1:-mqnamesrv}" in
         [ $# -gt 0 ] && shift
         port="${NAMESRV_PORT:-9876}"
         echo "namesrv 127.0.0.1:$port" > "$STATE"
-        exec mqnamesrv -p "$port" "$@"
+        exec mqnamesrv --listenPort "$port" "$@"
         ;;
     mqbroker)
         shift

@@ -36,7 +36,7 @@ from typing import Any
 
 from aiorocketmq.broker.config import BrokerSettings, load_broker_settings, render_settings
 from aiorocketmq.broker.controller import BrokerController
-from aiorocketmq.common.properties_file import parse_properties
+from aiorocketmq.common.properties_file import parse_properties_bytes
 from aiorocketmq.common.settings import ConfigError
 from aiorocketmq.remoting.tls import tls_file_properties
 from aiorocketmq.runtime import run, serve_until_stopped, setup_logging
@@ -103,8 +103,8 @@ def load_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Broke
     properties: dict[str, str] = {}
     if args.config:
         try:
-            properties = parse_properties(Path(args.config).read_text("utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            properties = parse_properties_bytes(Path(args.config).read_bytes())
+        except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot read {args.config}: {exc}") from None
     properties = tls_file_properties(properties)  # tls.config.file's keys win, as Java
     overrides: dict[str, Any] = {}

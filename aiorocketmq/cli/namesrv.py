@@ -2,16 +2,28 @@
 
 Usage::
 
-    mqnamesrv [-c namesrv.properties] [-p PORT] [-n HOST] [--print-config] [--log-level L]
+    mqnamesrv [-c namesrv.properties] [-p] [-m] [-n ADDRS]
+              [--listenPort PORT] [--bindAddress HOST] [--log-level L]
 
-Owns: the command line, reading the ``.properties`` file (and ``tls.config.file``)
-and the environment (``ROCKETMQ_HOME``; ``~`` in paths), logging setup, uvloop,
-and the one machine-readable ready line on stdout once the port is bound::
+The flags are Java's ``NamesrvStartup``: ``-c``/``--configFile`` the properties
+file, ``-p``/``--printConfigItem`` print every setting and exit, ``-n``/
+``--namesrvAddr`` accepted and unused (a name server needs none; Java takes it for
+its shared command line). As in Java, the port is the file's ``listenPort``
+(default 9876) and the bind address its ``bindAddress`` (Java 5's name; also
+``listenHost``); ``--listenPort`` and ``--bindAddress`` (aiorocketmq) set them
+from the command line, ``-m`` prints the important settings only (as ``mqbroker``).
+``-p`` followed by a number, the old port flag, is refused with that advice.
+
+Owns: the command line, reading the ``.properties`` file (ISO-8859-1 with
+``\\uXXXX`` escapes, as Java's ``Properties.load``; and ``tls.config.file``) and
+the environment (``ROCKETMQ_HOME``; ``~`` in paths), logging setup, uvloop, and the
+one machine-readable ready line on stdout once the port is bound::
 
     mqnamesrv ready address=127.0.0.1:9876 pid=4242
 
-``-p 0`` picks a free port (the ready line says which). SIGTERM or SIGINT stops it
-cleanly with exit code 0; a bad setting exits 2, a failed start (port taken) 1.
+``--listenPort 0`` picks a free port (the ready line says which). SIGTERM or SIGINT
+stops it cleanly with exit code 0; a bad setting exits 2, a failed start (port
+taken) 1.
 
 Must not: hold name-server logic (``aiorocketmq.namesrv``).
 """
@@ -27,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aiorocketmq.common.properties_file import format_properties, parse_properties
+from aiorocketmq.common.properties_file import format_properties, parse_properties_bytes
 from aiorocketmq.namesrv.config import (
     ConfigError,
     NamesrvConfig,
@@ -47,22 +59,57 @@ EXIT_BAD_CONFIG = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line of ``mqnamesrv``."""
+    """The command line of ``mqnamesrv`` (Java ``NamesrvStartup``'s flags; module docstring)."""
     parser = argparse.ArgumentParser(
         prog="mqnamesrv", description="Run an aiorocketmq name server (RocketMQ 4.x protocol)."
     )
-    parser.add_argument("-c", "--config", metavar="FILE", help="namesrv.properties to load")
     parser.add_argument(
-        "-p", "--port", type=int, metavar="PORT", help="listen port (0 = pick a free one)"
-    )
-    parser.add_argument("-n", "--host", metavar="HOST", help="listen address (default 0.0.0.0)")
-    parser.add_argument("--print-config", action="store_true", help="print every setting and exit")
+        "-c", "--configFile", "--config", dest="config", metavar="FILE",
+        help="namesrv.properties to load (listenPort, bindAddress, ...)",
+    )  # fmt: skip
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "-p", "--printConfigItem", "--print-config", dest="print_config", action="store_true",
+        help="print every setting and exit",
+    )  # fmt: skip
+    group.add_argument(
+        "-m", "--printImportantConfig", "--print-important", dest="print_important",
+        action="store_true", help="print the important settings and exit",
+    )  # fmt: skip
     parser.add_argument(
-        "--print-important", action="store_true", help="print the important settings and exit"
-    )
+        "-n", "--namesrvAddr", dest="namesrv", metavar="ADDRS",
+        help="name server list, accepted as Java's NamesrvStartup does and not used",
+    )  # fmt: skip
+    parser.add_argument(
+        "--listenPort", dest="port", type=int, metavar="PORT",
+        help="listen port, over the file's listenPort (0 = pick a free one)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--bindAddress", dest="host", metavar="HOST",
+        help="address to bind, over the file's bindAddress (default 0.0.0.0)",
+    )  # fmt: skip
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING... (INFO)")
     parser.add_argument("--log-json", action="store_true", help="log JSON lines")
     return parser
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line; ``-p PORT`` (this command's old port flag) is refused
+    with the way to set the port now, rather than printing the configuration.
+
+    Raises:
+        SystemExit: 2 on a bad command line (argparse's usage message).
+    """
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.print_config and extra[0].lstrip("-").isdigit():
+            parser.error(
+                f"-p prints the configuration, as Java's NamesrvStartup; set the port with "
+                f"--listenPort {extra[0]} or listenPort={extra[0]} in the -c file"
+            )
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def load_config(
@@ -76,9 +123,11 @@ def load_config(
     properties: dict[str, str] = {}
     if args.config:
         try:
-            properties = parse_properties(Path(args.config).read_text("utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            properties = parse_properties_bytes(Path(args.config).read_bytes())
+        except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot read {args.config}: {exc}") from None
+    if "bindAddress" in properties:  # Java 5's NettyServerConfig name for the bind address
+        properties.setdefault("listenHost", properties.pop("bindAddress"))
     properties = tls_file_properties(properties)  # tls.config.file's keys win, as Java
     overrides: dict[str, Any] = {}
     if args.port is not None:
@@ -120,7 +169,7 @@ async def _serve(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mqnamesrv``; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     setup_logging(args.log_level, json=args.log_json)
     try:
         config, remoting, unknown = load_config(args, os.environ)
@@ -129,6 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_CONFIG
     for key in unknown:
         log.warning("unknown setting ignored key=%s", key)
+    if args.namesrv:
+        log.info("-n %s ignored: a name server uses none (bind with --bindAddress)", args.namesrv)
     if args.print_config:
         sys.stdout.write(format_properties(config_items(config, remoting)))
         return 0

@@ -17,7 +17,11 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from aiorocketmq.common.properties_file import format_properties, parse_properties
+from aiorocketmq.common.properties_file import (
+    format_properties_file,
+    parse_properties,
+    parse_properties_bytes,
+)
 
 __all__ = ["black_listed", "merge_into_properties_file", "parse_update_body"]
 
@@ -47,12 +51,13 @@ def black_listed(keys: Iterable[str], black_list: str) -> list[str]:
 def merge_into_properties_file(path: Path, updates: Mapping[str, str]) -> None:
     """Merge ``updates`` into the properties file at ``path`` (created, with its
     directory, when missing). Blocking."""
-    current = parse_properties(path.read_text("utf-8")) if path.exists() else {}
+    current = parse_properties_bytes(path.read_bytes()) if path.exists() else {}
     current.update(updates)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(format_properties(current))
+    # Escaped ASCII, as Properties.store writes: Java and we read back the same text.
+    with open(tmp, "w", encoding="ascii") as fh:
+        fh.write(format_properties_file(current))
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from aiorocketmq.common.properties_file import format_properties
+from aiorocketmq.common.properties_file import format_properties_file
 from aiorocketmq.deploy import probe
 from aiorocketmq.deploy.layout import Layout, LayoutError, NodeSpec, node_properties
 from aiorocketmq.deploy.process import (
@@ -163,7 +163,7 @@ class Cluster:
     def _conf_text(self, node: NodeSpec) -> str:
         store = self.directory / "store" / node.name
         if node.is_namesrv:
-            return format_properties(
+            return format_properties_file(
                 {
                     "listenPort": node.port,
                     "kvConfigPath": str(store / "kvConfig.json"),
@@ -177,7 +177,16 @@ class Cluster:
         conf = str(self._conf_path(node))
         if node.is_namesrv:
             module, ready = "aiorocketmq.cli.namesrv", NAMESRV_READY
-            args = ["-m", module, "-c", conf, "-p", str(node.port), "-n", "127.0.0.1"]
+            args = [
+                "-m",
+                module,
+                "-c",
+                conf,
+                "--listenPort",
+                str(node.port),
+                "--bindAddress",
+                "127.0.0.1",
+            ]
         else:
             module, ready = "aiorocketmq.cli.broker", BROKER_READY
             args = ["-m", module, "-c", conf]

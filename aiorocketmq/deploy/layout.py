@@ -33,7 +33,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from aiorocketmq.common.constants import VIP_CHANNEL_PORT_OFFSET
-from aiorocketmq.common.properties_file import format_properties, parse_properties
+from aiorocketmq.common.properties_file import format_properties_file, parse_properties_bytes
 
 __all__ = [
     "LAYOUTS_ENV",
@@ -241,8 +241,8 @@ def _int(props: Mapping[str, str], key: str, source: str, default: int | None = 
 
 def _read_properties(path: Traversable) -> dict[str, str]:
     try:
-        return parse_properties(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return parse_properties_bytes(path.read_bytes())
+    except (OSError, ValueError) as exc:
         raise LayoutError(f"cannot read {path}: {exc}") from None
 
 
@@ -384,4 +384,4 @@ def node_properties(
         "metricsPort": str(node.metrics_port),
     }
     values.update({k: _text(v) for k, v in (overrides or {}).items()})
-    return format_properties(values)
+    return format_properties_file(values)

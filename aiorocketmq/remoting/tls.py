@@ -55,7 +55,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from aiorocketmq.common.properties_file import parse_properties
+from aiorocketmq.common.properties_file import parse_properties_bytes
 from aiorocketmq.common.settings import ConfigError, validate_settings
 
 __all__ = [
@@ -220,8 +220,8 @@ def tls_file_properties(properties: Mapping[str, str]) -> dict[str, str]:
             log.info("tls.config.file %s does not exist; skipped", path)
         return dict(properties)
     try:
-        extra = parse_properties(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        extra = parse_properties_bytes(path.read_bytes())
+    except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read tls.config.file {path}: {exc}") from None
     merged = dict(properties)
     merged.update({k: v for k, v in extra.items() if k in TLS_KEYS})

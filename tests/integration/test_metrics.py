@@ -95,7 +95,16 @@ async def start_namesrv_with_metrics(
     conf = tmp_path / "namesrv.properties"
     conf.write_text(f"metricsPort=-1\nkvConfigPath={tmp_path / 'kv.json'}\n", "utf-8")
     proc = start_process(
-        ["-m", "aiorocketmq.cli.namesrv", "-c", str(conf), "-p", "0", "-n", "127.0.0.1"],
+        [
+            "-m",
+            "aiorocketmq.cli.namesrv",
+            "-c",
+            str(conf),
+            "--listenPort",
+            "0",
+            "--bindAddress",
+            "127.0.0.1",
+        ],
         name="namesrv",
         ready=NAMESRV_READY,
         wait=False,

@@ -1,6 +1,6 @@
 """Real ``mqnamesrv`` processes on 127.0.0.1: side by side, killed, evicting, restarted.
 
-Each name server is its own process (``python -m aiorocketmq.cli.namesrv -p 0``)
+Each name server is its own process (``python -m aiorocketmq.cli.namesrv --listenPort 0``)
 started by the ``start_process`` fixture, which waits for its ready line and, at
 teardown, asserts it exits 0 on SIGTERM. A ``BrokerDouble`` registers through its
 own connection, so closing that connection is a broker going away.
@@ -38,7 +38,16 @@ async def start_namesrv(
     lines = [f"kvConfigPath={tmp_path / name / 'kvConfig.json'}"]
     lines += [f"{key}={value}" for key, value in settings.items()]
     conf.write_text("\n".join(lines) + "\n")
-    args = ["-m", "aiorocketmq.cli.namesrv", "-p", "0", "-n", "127.0.0.1", "-c", str(conf)]
+    args = [
+        "-m",
+        "aiorocketmq.cli.namesrv",
+        "--listenPort",
+        "0",
+        "--bindAddress",
+        "127.0.0.1",
+        "-c",
+        str(conf),
+    ]
     proc = start_process(args, name=name, ready=READY, wait=False)
     groups = await proc.wait_ready_async()
     assert int(groups["pid"]) == proc.pid
@@ -151,14 +160,14 @@ async def test_kv_config_survives_a_restart(
 
 def test_a_taken_port_fails_with_exit_1(start_process: StartProcess, tmp_path: Path) -> None:
     first = start_process(
-        ["-m", "aiorocketmq.cli.namesrv", "-p", "0", "-n", "127.0.0.1"],
+        ["-m", "aiorocketmq.cli.namesrv", "--listenPort", "0", "--bindAddress", "127.0.0.1"],
         name="namesrv-first",
         ready=READY,
         env={"HOME": str(tmp_path)},
     )
     port = first.groups["addr"].rsplit(":", 1)[1]
     second = start_process(
-        ["-m", "aiorocketmq.cli.namesrv", "-p", port, "-n", "127.0.0.1"],
+        ["-m", "aiorocketmq.cli.namesrv", "--listenPort", port, "--bindAddress", "127.0.0.1"],
         name="namesrv-second",
         env={"HOME": str(tmp_path)},
     )

@@ -86,7 +86,16 @@ async def _start_namesrv(
     config = tmp_path / "namesrv.properties"
     config.write_text(format_properties(list(settings.items())), "utf-8")
     proc = start_process(
-        ["-m", "aiorocketmq.cli.namesrv", "-c", str(config), "-p", "0", "-n", "127.0.0.1"],
+        [
+            "-m",
+            "aiorocketmq.cli.namesrv",
+            "-c",
+            str(config),
+            "--listenPort",
+            "0",
+            "--bindAddress",
+            "127.0.0.1",
+        ],
         name="namesrv-tls",
         ready=NAMESRV_READY,
         wait=False,

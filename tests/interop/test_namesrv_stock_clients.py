@@ -52,7 +52,7 @@ async def namesrv_with_broker(
     start_process: StartProcess, tmp_path: Path, broker: BrokerDouble
 ) -> str:
     """Start mqnamesrv, register the double, return the name server's address."""
-    args = ["-m", "aiorocketmq.cli.namesrv", "-p", "0", "-n", "127.0.0.1"]
+    args = ["-m", "aiorocketmq.cli.namesrv", "--listenPort", "0", "--bindAddress", "127.0.0.1"]
     proc = start_process(
         args, name="namesrv", ready=NAMESRV_READY, wait=False, env={"HOME": str(tmp_path)}
     )

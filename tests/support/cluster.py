@@ -109,7 +109,7 @@ def broker_properties(
 async def start_namesrv(start_process: StartProcess, tmp_path: Path) -> tuple[ManagedProcess, str]:
     """A ``mqnamesrv`` on a free port; the process and its address."""
     proc = start_process(
-        ["-m", "aiorocketmq.cli.namesrv", "-p", "0", "-n", "127.0.0.1"],
+        ["-m", "aiorocketmq.cli.namesrv", "--listenPort", "0", "--bindAddress", "127.0.0.1"],
         name="namesrv",
         ready=NAMESRV_READY,
         wait=False,

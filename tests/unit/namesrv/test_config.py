@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from aiorocketmq.cli import namesrv as cli
-from aiorocketmq.common.properties_file import format_properties, parse_properties
+from aiorocketmq.common.properties_file import (
+    format_properties,
+    format_properties_file,
+    parse_properties,
+    parse_properties_bytes,
+)
 from aiorocketmq.namesrv.config import (
     ConfigError,
     NamesrvConfig,
@@ -112,7 +117,7 @@ def test_format_properties_and_config_items() -> None:
 def test_cli_loads_file_flags_and_environment(tmp_path: Path) -> None:
     conf = tmp_path / "namesrv.properties"
     conf.write_text("listenPort=1111\nkvConfigPath=~/kv/kvConfig.json\n")
-    args = cli.build_parser().parse_args(["-c", str(conf), "-p", "0", "-n", "127.0.0.1"])
+    args = cli.parse_args(["-c", str(conf), "--listenPort", "0", "--bindAddress", "127.0.0.1"])
     namesrv, remoting, unknown = cli.load_config(args, {"ROCKETMQ_HOME": "/opt/rmq"})
     assert (namesrv.listen_port, namesrv.listen_host) == (0, "127.0.0.1")
     assert remoting.listen_port == 0
@@ -127,12 +132,12 @@ def test_cli_reports_a_missing_file_and_bad_values(
 ) -> None:
     assert cli.main(["-c", str(tmp_path / "missing.properties")]) == cli.EXIT_BAD_CONFIG
     assert "cannot read" in capsys.readouterr().err
-    assert cli.main(["-p", "-5"]) == cli.EXIT_BAD_CONFIG
+    assert cli.main(["--listenPort", "-5"]) == cli.EXIT_BAD_CONFIG
     assert "listen_port" in capsys.readouterr().err
 
 
 def test_cli_prints_settings(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["--print-config", "-p", "0"]) == 0
+    assert cli.main(["--print-config", "--listenPort", "0"]) == 0
     out = capsys.readouterr().out
     assert "listenPort=0\n" in out
     assert "brokerChannelExpiredMillis=120000\n" in out
@@ -140,3 +145,67 @@ def test_cli_prints_settings(capsys: pytest.CaptureFixture[str]) -> None:
     important = capsys.readouterr().out
     assert "listenPort=9876\n" in important
     assert "productEnvName" not in important
+
+
+def test_cli_flags_are_java_namesrvstartups(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text("listenPort=0\nbindAddress=127.0.0.1\n")
+    # -c file, -p print every setting and exit, -n accepted and unused: as Java.
+    assert cli.main(["-c", str(conf), "-p", "-n", "10.0.0.1:9876"]) == 0
+    out = capsys.readouterr().out
+    assert "listenPort=0\n" in out and "listenHost=127.0.0.1\n" in out
+    assert cli.main(["--configFile", str(conf), "--printConfigItem"]) == 0
+    assert "listenPort=0\n" in capsys.readouterr().out
+    assert cli.main(["-m"]) == 0  # important ones only, as mqbroker -m
+    assert "productEnvName" not in capsys.readouterr().out
+
+
+def test_cli_old_port_flag_is_refused_with_the_way_to_set_the_port(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.parse_args(["-p", "9876"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "-p prints the configuration" in err and "--listenPort 9876" in err
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--bogus"])
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_properties_files_load_as_java_iso_8859_1_with_unicode_escapes(tmp_path: Path) -> None:
+    conf = tmp_path / "namesrv.properties"
+    # Latin-1 bytes (a Java-edited file), \\u escapes (native2ascii), a comment in
+    # UTF-8 that Java reads byte by byte: all load, as in Java.
+    conf.write_bytes(
+        b"# r\xc3\xa9sum\xc3\xa9 in UTF-8\n"
+        b"productEnvName=caf\xe9\n"
+        b"kvConfigPath=/data/\\u6d4b\\u8bd5/kv.json\n"
+        b"listenPort=0\n"
+    )
+    args = cli.parse_args(["-c", str(conf)])
+    namesrv, _, unknown = cli.load_config(args, {})
+    assert namesrv.product_env_name == "caf\u00e9"
+    assert namesrv.kv_config_path == "/data/\u6d4b\u8bd5/kv.json"
+    assert unknown == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain",
+        "C:\\temp\\new",
+        " leading",
+        "a=b:c#d!e",
+        "caf\u00e9",
+        "\u6d4b\u8bd5",
+        "\U0001f600",
+        "tab\tnl\nend",
+    ],
+)
+def test_files_we_write_read_back_the_same_and_are_ascii(value: str) -> None:
+    text = format_properties_file({"key with=sep": value})
+    assert text.isascii()
+    assert parse_properties_bytes(text.encode("ascii")) == {"key with=sep": value}
