@@ -17,6 +17,11 @@ RocketMQ has no such command; users find these problems one support thread at a 
 - ``permission``: a broker whose ``brokerPermission`` does not allow writes.
 - ``master`` / ``replication``: each broker set has a master; each slave is
   connected to it, and how many bytes behind it is.
+- ``sync``: a SYNC_MASTER has at least one connected slave (its ``haSlaveNum``; for a
+  broker that does not report it, the registered slaves that say they are
+  connected). Without one every send is answered SLAVE_NOT_AVAILABLE: a FAIL, though
+  the master itself is up. A dead slave leaves the name servers at once, so this is
+  the only check that sees it.
 
 Output: one line per finding (``#Status #Check #Target #Detail``) and a summary, or
 with ``--json`` ``{"findings": [{"status", "check", "target", "detail"}], "ok",
@@ -50,6 +55,7 @@ __all__ = [
     "doctor",
     "registry_findings",
     "replication_findings",
+    "sync_master_findings",
 ]
 
 OK: Final = "OK"
@@ -161,14 +167,15 @@ def disk_finding(target: str, runtime: Mapping[str, str], config: Mapping[str, s
 
 async def _broker(
     admin: MQAdmin, name: str, bid: int, addr: str, routable_namesrv: bool
-) -> tuple[list[Finding], dict[str, str] | None]:
-    """Reachability, address, disk and permission of one broker; its runtime table."""
+) -> tuple[list[Finding], dict[str, str] | None, str | None]:
+    """Reachability, address, disk and permission of one broker; its runtime table and
+    brokerRole (None when unknown)."""
     target = f"{name}/{bid} {addr}"
     try:
         runtime = await admin.fetch_broker_runtime_stats(addr)
     except MQClientError as exc:
         return [Finding(FAIL, "broker", target, f"no answer from here ({exc}); "
-                                                f"{_BROKER_IP_HINT}")], None  # fmt: skip
+                                                f"{_BROKER_IP_HINT}")], None, None  # fmt: skip
     role = "master" if bid == MASTER_ID else "slave"
     findings = [Finding(OK, "broker", target, f"{runtime.get('brokerVersionDesc', '?')} {role}")]
     if _loopback(addr) and routable_namesrv:
@@ -178,14 +185,43 @@ async def _broker(
     try:
         config, _version = await fetch_broker_config(admin, addr)
     except MQClientError as exc:
-        return [*findings, Finding(WARN, "disk", target, f"no broker config: {exc}")], runtime
+        return [*findings, Finding(WARN, "disk", target, f"no broker config: {exc}")], runtime, None
     findings.append(disk_finding(target, runtime, config))
     perm_text = config.get("brokerPermission", "6")
     perm = int(perm_text) if perm_text.strip().isdigit() else PERM_WRITE
     if not perm & PERM_WRITE:
         detail = f"brokerPermission={perm}: no writes; producers skip it"
         findings.append(Finding(WARN, "permission", target, detail))
-    return findings, runtime
+    return findings, runtime, config.get("brokerRole")
+
+
+def sync_master_findings(
+    brokers: Brokers,
+    runtimes: Mapping[str, Mapping[str, str] | None],
+    roles: Mapping[str, str | None],
+) -> list[Finding]:
+    """Each SYNC_MASTER has a connected slave (module docstring's ``sync``)."""
+    findings = []
+    for (name, bid), addr in sorted(brokers.items()):
+        runtime = runtimes.get(addr)
+        if bid != MASTER_ID or roles.get(addr) != "SYNC_MASTER" or runtime is None:
+            continue
+        target = f"{name}/{bid} {addr}"
+        reported = runtime.get("haSlaveNum", "")
+        if reported.isdigit():
+            connected = int(reported)
+        else:  # not ours: count the registered slaves that say they are connected
+            slaves = [a for (n, b), a in brokers.items() if n == name and b != MASTER_ID]
+            connected = sum((runtimes.get(a) or {}).get("haConnected") == "true" for a in slaves)
+        if connected == 0:
+            findings.append(Finding(FAIL, "sync", target,
+                                    "SYNC_MASTER with no connected slave: every send is "
+                                    "answered SLAVE_NOT_AVAILABLE; start a slave or make it "
+                                    "ASYNC_MASTER"))  # fmt: skip
+        else:
+            findings.append(Finding(OK, "sync", target, f"SYNC_MASTER, {connected} slave(s) "
+                                                        "connected"))  # fmt: skip
+    return findings
 
 
 def replication_findings(
@@ -244,12 +280,13 @@ async def doctor(admin: MQAdmin, args: Namespace, write: Write) -> None:
             for (name, bid), addr in sorted(brokers.items())
         )
     )
-    runtimes = {}
-    for ((_name, _bid), addr), (found, runtime) in zip(sorted(brokers.items()), checked,
-                                                         strict=True):  # fmt: skip
+    runtimes, roles = {}, {}
+    for ((_name, _bid), addr), (found, runtime, role) in zip(sorted(brokers.items()), checked,
+                                                               strict=True):  # fmt: skip
         findings += found
-        runtimes[addr] = runtime
+        runtimes[addr], roles[addr] = runtime, role
     findings += replication_findings(brokers, runtimes)
+    findings += sync_master_findings(brokers, runtimes, roles)
     counts = {s: sum(f.status == s for f in findings) for s in (OK, WARN, FAIL)}
     if jr.wants_json(args):
         write(jr.dump({"findings": [asdict(f) for f in findings], "ok": counts[OK],

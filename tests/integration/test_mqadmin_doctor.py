@@ -1,14 +1,15 @@
 """``mqadmin doctor`` against real processes: two name servers, broker-a master and
 slave, and a ghost broker registered on one name server only at an address nothing
-listens on (what a container IP looks like from outside). The pure checks are also
-tested on hand-made tables."""
+listens on (what a container IP looks like from outside); then a SYNC_MASTER whose
+only slave stops, which every send then fails on (SLAVE_NOT_AVAILABLE): a FAIL. The
+pure checks are also tested on hand-made tables."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from aiorocketmq.admin.doctor import (
     disk_finding,
     registry_findings,
     replication_findings,
+    sync_master_findings,
 )
 from aiorocketmq.cli.admin import main
 from aiorocketmq.common.route import BrokerData, ClusterInfo
@@ -150,3 +152,66 @@ async def test_doctor_finds_the_ghost_and_then_a_healthy_cluster(
     assert doc["fail"] == 0
     assert {f["check"] for f in doc["findings"]} >= {"namesrv", "registry", "broker", "disk",
                                                        "replication"}  # fmt: skip
+
+
+def test_sync_master_findings() -> None:
+    brokers = {("a", 0): "m:1", ("a", 1): "s:1", ("b", 0): "m:2", ("c", 0): "m:3", ("c", 1): "s:3"}
+    runtimes: dict[str, dict[str, str] | None] = {
+        "m:1": {"haSlaveNum": "1"},
+        "s:1": {"haConnected": "true"},
+        "m:2": {"haSlaveNum": "0"},
+        "m:3": {},  # not ours: no haSlaveNum, so its slaves are asked
+        "s:3": {"haConnected": "false"},
+    }
+    roles = {"m:1": "SYNC_MASTER", "m:2": "SYNC_MASTER", "m:3": "SYNC_MASTER", "s:1": "SLAVE"}
+    got = {(f.status, f.target): f.detail for f in sync_master_findings(brokers, runtimes, roles)}
+    assert got[(OK, "a/0 m:1")] == "SYNC_MASTER, 1 slave(s) connected"
+    assert got[(FAIL, "b/0 m:2")].startswith("SYNC_MASTER with no connected slave")
+    assert (FAIL, "c/0 m:3") in got
+    roles["m:2"] = "ASYNC_MASTER"  # an async master without slaves is fine
+    assert all(f.target != "b/0 m:2" for f in sync_master_findings(brokers, runtimes, roles))
+
+
+async def test_doctor_fails_a_sync_master_whose_slave_is_down(
+    start_process: StartProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _p, namesrv = await start_namesrv(start_process, tmp_path / "ns")
+    master = await start_broker(
+        start_process, tmp_path, namesrv, "broker-s", brokerRole="SYNC_MASTER"
+    )
+    slave = await start_broker(
+        start_process, tmp_path / "s", namesrv, "broker-s", brokerId=1, brokerRole="SLAVE"
+    )
+
+    async def report() -> dict[str, object]:
+        code, out, _err = await run(capsys, "doctor", "-n", namesrv, "--json")
+        doc = json.loads(out)
+        doc["code"] = code
+        return doc
+
+    def sync_status(doc: dict[str, object]) -> str | None:
+        findings = doc["findings"]
+        assert isinstance(findings, list)
+        return next((f["status"] for f in findings if f["check"] == "sync"), None)
+
+    healthy = await wait_until(
+        lambda: _when(report(), lambda d: sync_status(d) == OK),
+        timeout=30, what="the slave connected",
+    )  # fmt: skip
+    assert healthy["code"] == 0
+    assert await asyncio.to_thread(slave.proc.stop) == 0
+    failing = await wait_until(
+        lambda: _when(report(), lambda d: sync_status(d) == FAIL),
+        timeout=30, what="doctor to see the SYNC_MASTER alone",
+    )  # fmt: skip
+    assert failing["code"] == 1 and failing["fail"] == 1
+    finding = next(f for f in failing["findings"] if f["check"] == "sync")
+    assert finding["target"] == f"broker-s/0 {master.addr}"
+    assert "SLAVE_NOT_AVAILABLE" in finding["detail"]
+
+
+async def _when(
+    pending: Awaitable[dict[str, object]], ok: Callable[[dict[str, object]], bool]
+) -> dict[str, object] | None:
+    doc = await pending
+    return doc if ok(doc) else None
