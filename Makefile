@@ -89,7 +89,8 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/mypy --strict aiorocketmq/common aiorocketmq/runtime aiorocketmq/remoting \
 		aiorocketmq/store aiorocketmq/namesrv aiorocketmq/broker aiorocketmq/cli/namesrv.py \
-		aiorocketmq/cli/broker.py aiorocketmq/admin aiorocketmq/cli/admin.py aiorocketmq/client \
+		aiorocketmq/cli/broker.py aiorocketmq/admin aiorocketmq/cli/admin.py aiorocketmq/cli/admin_help.py \
+		aiorocketmq/cli/shutdown.py aiorocketmq/client \
 		aiorocketmq/deploy aiorocketmq/testing aiorocketmq/cli/cluster.py aiorocketmq/dashboard \
 		aiorocketmq/bench aiorocketmq/cli/bench.py
 

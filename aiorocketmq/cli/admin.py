@@ -3,6 +3,8 @@
 Usage::
 
     mqadmin <command> [-n "host:9876;host2:9876"] [options]
+    mqadmin                      # the commands, one line each (as Java's)
+    mqadmin help <command>       # one command's flags (also: mqadmin <command> -h)
 
 Commands (flags as RocketMQ 4.9.8's ``tools/command/**``): updateTopic,
 deleteTopic, topicList, topicRoute, topicStatus, clusterList, brokerStatus,
@@ -10,7 +12,8 @@ updateSubGroup, deleteSubGroup, consumerProgress, consumerConnection,
 producerConnection, queryMsgByKey, queryMsgById, queryMsgByUniqueKey,
 queryMsgByOffset, printMsg, resetOffsetByTime, skipAccumulatedMessage,
 getBrokerConfig, updateBrokerConfig, wipeWritePerm, addWritePerm,
-topicClusterList, sendMessage, clusterSendMsgRT, consumeMessage, consumerStatus,
+topicClusterList, sendMessage, clusterRT (also under its older name
+clusterSendMsgRT), consumeMessage, consumerStatus,
 haStatus (ours), the ACL commands updateAclConfig, deleteAclConfig,
 updateGlobalWhiteAddr and clusterAclConfigVersion; ``doctor`` (ours: what is wrong
 with the cluster as seen from here, exit 1 when a check fails,
@@ -67,6 +70,7 @@ from aiorocketmq.admin.lag import lag
 from aiorocketmq.admin.message_commands import MESSAGE_COMMANDS
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.admin.send_commands import SEND_COMMANDS
+from aiorocketmq.cli.admin_help import admin_help, unique_commands
 from aiorocketmq.cli.admin_options import (
     NAMESRV_ADDR_ENV,
     add_config_commands,
@@ -176,7 +180,10 @@ def _send_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     _add(p, "i", "qid", "Send message to target queue", kind=java_int)
 
     p = sub.add_parser(
-        "clusterSendMsgRT", parents=[_common_parent()], help="List All clusters Message Send RT"
+        "clusterRT",
+        aliases=["clusterSendMsgRT"],  # this tool's first name for it
+        parents=[_common_parent()],
+        help="List All clusters Message Send RT",
     )
     _add(p, "a", "amount", "message amount | default 100", kind=java_long)
     _add(p, "s", "size", "message size | default 128 Byte", kind=java_long)
@@ -431,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_lag_command(sub)
     add_config_commands(sub)
     _dashboard_command(sub)
-    for name, command in sub.choices.items():
+    for name, command in unique_commands(sub).items():
         if name not in NO_JSON:
             command.add_argument(
                 "--json", action="store_true", help="machine-readable JSON output (aiorocketmq)"
@@ -468,6 +475,7 @@ async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
         **MESSAGE_COMMANDS,
         **BROKER_COMMANDS,
         **SEND_COMMANDS,
+        "clusterRT": SEND_COMMANDS["clusterSendMsgRT"],
         **CONSUME_COMMANDS,
         **ACL_COMMANDS,
         **CONFIG_COMMANDS,
@@ -499,7 +507,11 @@ def namesrv_addr_of(args: argparse.Namespace, environ: Mapping[str, str]) -> str
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mqadmin``; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    if not words or words[0] == "help":
+        return admin_help(parser, words[1:], _write)
+    args = parser.parse_args(words)
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
