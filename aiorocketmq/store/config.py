@@ -141,6 +141,13 @@ class MessageStoreConfig(BaseModel):
         2, ge=0, description="Dirty 4 KiB pages before a ConsumeQueue interval flush."
     )
     flush_consume_queue_thorough_interval: int = _ms(60_000, "Full ConsumeQueue flush interval")
+    checkpoint_flush_interval: int = Field(
+        3_000,
+        ge=0,
+        description="aiorocketmq: a full ConsumeQueue flush and a checkpoint at least this "
+        "often (ms), so a crash replays seconds of traffic rather than up to "
+        "flushConsumeQueueThoroughInterval's minute; 0 leaves it to that interval.",
+    )
     sync_flush_timeout: int = _ms(5000, "SYNC_FLUSH wait before FLUSH_DISK_TIMEOUT")
     transient_store_pool_enable: bool = Field(
         False, description="Off-heap write buffers; unsupported.", json_schema_extra=_IMPORTANT
@@ -337,6 +344,13 @@ class MessageStoreConfig(BaseModel):
     def root_dir(self) -> Path:
         """``storePathRootDir`` with ``~`` expanded."""
         return Path(self.store_path_root_dir).expanduser()
+
+    @property
+    def full_cq_flush_interval_ms(self) -> int:
+        """How often the ConsumeQueues are fully flushed and the checkpoint written."""
+        thorough = self.flush_consume_queue_thorough_interval
+        ours = self.checkpoint_flush_interval
+        return min(thorough, ours) if ours > 0 else thorough
 
     @property
     def commit_log_dir(self) -> Path:

@@ -28,9 +28,11 @@ tagsCode: ``hashCode(TAGS)`` (0 without tags); for a ``SCHEDULE_TOPIC_XXXX``
 record carrying ``DELAY``, the deliver time = STORETIMESTAMP + the level's delay,
 the level clamped to the highest one (``checkMessageAndReturnSize``, §4, §13).
 
-Waking: the put path calls ``wakeup()`` after every append, which sets an
-``asyncio.Event``; RocketMQ's 1 ms sleep-poll becomes a wait on it (with a 1 s
-timeout only as a safety net).
+Waking: a master's put path calls ``dispatch_now()`` after every append, which
+dispatches the new records inline when the service is idle and otherwise sets an
+``asyncio.Event``; replication and recovery call ``wakeup()``, which only sets it.
+RocketMQ's 1 ms sleep-poll becomes a wait on the event (with a 1 s timer only as a
+safety net).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ from aiorocketmq.common.message_codec import (
 )
 from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.common.tag_hash import tags_code
-from aiorocketmq.runtime.lifecycle import Service
+from aiorocketmq.runtime.lifecycle import Service, TaskFailure
 from aiorocketmq.store.checkpoint import StoreCheckpoint
 from aiorocketmq.store.commit_log import CommitLog
 from aiorocketmq.store.config import BrokerRole, MessageStoreConfig
@@ -159,6 +161,9 @@ class ReputMessageService(Service):
         self._queue_error_is_ours = False  # WRITE_LOGICS_QUEUE_ERROR set for a missing file
         self._index_down_since_ms = 0  # monotonic ms of the last failed IndexFile creation
         self._unindexed = 0  # records dispatched without their keys meanwhile
+        self._replay_from = self._replay_counted = 0  # reput_from and count at start
+        self._busy = False  # a step is under way (the loop's or an inline one)
+        self._inline_ok = False  # dispatch_now may dispatch: started, not failed
         self.reput_from = 0
 
     # -- public --------------------------------------------------------------------------
@@ -166,6 +171,36 @@ class ReputMessageService(Service):
     def wakeup(self) -> None:
         """New data may be in the CommitLog: dispatch it now (plain def, cheap)."""
         self._wake.set()
+
+    def dispatch_now(self) -> None:
+        """Dispatch what a put just appended, inline, when the service is idle.
+
+        A master's put path calls this after every append: dispatch then keeps pace
+        with puts record for record (a loop task woken once per iteration fell
+        further behind a saturated broker each round, which consumers saw as delay
+        and a crash as replay), and a single send costs no extra loop wake. With a
+        backlog, a file to create or the loop task already at work, it only wakes the
+        loop. A failure here is the loop task's failure, never the put's: the record
+        is stored whatever happens to its dispatch.
+        """
+        if self._busy or not self._inline_ok:
+            self._wake.set()
+            return
+        self._busy = True
+        try:
+            outcome = self._reput_step()
+            self._resolve_waiters()
+        except Exception as exc:
+            log.exception("inline dispatch failed; the store stops taking puts")
+            self._inline_ok = False
+            self._flags.make_logics_queue_error()
+            self.failures.append(TaskFailure("dispatch_now", exc))
+            self._release_waiters()
+            return
+        finally:
+            self._busy = False
+        if outcome != _STOP and self.reput_from < self._commit_log.max_offset:
+            self._wake.set()  # a file to create, or more than one chunk: the loop's work
 
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         """Call ``listener`` for every dispatched record (never on a SLAVE)."""
@@ -195,9 +230,26 @@ class ReputMessageService(Service):
         self._wake.set()
         return await future
 
+    async def replay_until(self, offset: int) -> None:
+        """Wait for the start-time redispatch to reach ``offset``, then log what it did.
+
+        Raises:
+            StoreError: the service stopped (or its loop died) first.
+        """
+        began = time.monotonic()
+        if not await self.wait_dispatched(offset):
+            raise StoreError("the start-time redispatch did not finish")
+        log.info(
+            "replayed %d records (%d bytes) into the queues in %.2f s",
+            self._stats.dispatched_messages - self._replay_counted,
+            offset - self._replay_from, time.monotonic() - began,
+        )  # fmt: skip
+
     # -- lifecycle -----------------------------------------------------------------------
 
     async def on_start(self) -> None:
+        self._replay_from, self._replay_counted = self.reput_from, self._stats.dispatched_messages
+        self._inline_ok = not self._slave
         self._wake.set()  # dispatch whatever the CommitLog already holds
         self.spawn(self._reput_loop(), name="dispatch")
 
@@ -205,10 +257,12 @@ class ReputMessageService(Service):
         # Without dispatch, stored messages never reach their queues: stop taking
         # puts (the owner sees ``failures``) and let nobody wait for it forever.
         super().on_task_failed(task, exc)
+        self._inline_ok = False
         self._flags.make_logics_queue_error()
         self._release_waiters()
 
     async def on_shutdown(self) -> None:
+        self._inline_ok = False
         self._release_waiters()
         log.info(
             "reput stopped reput_from=%s max_offset=%s behind=%s",
@@ -237,6 +291,13 @@ class ReputMessageService(Service):
         self._safety = loop.call_later(_SAFETY_WAKE_S, self._safety_wake, loop)
 
     async def _do_reput(self) -> None:
+        self._busy = True
+        try:
+            await self._reput_all()
+        finally:
+            self._busy = False
+
+    async def _reput_all(self) -> None:
         commit_log = self._commit_log
         min_offset = commit_log.min_offset
         if self.reput_from < min_offset:

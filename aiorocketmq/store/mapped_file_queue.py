@@ -68,8 +68,8 @@ class MappedFileQueue:
     Attributes:
         flushed_where: offset up to which the queue is known to be on disk.
         committed_where: follows the write position (no transient pool).
-        store_timestamp: store time of the last record in the file a full flush
-            (``least_pages == 0``) last covered; 0 if unknown.
+        store_timestamp: store time of the last record a flush that moved
+            ``flushed_where`` (or a full one) covered; 0 if unknown.
     """
 
     def __init__(
@@ -434,7 +434,10 @@ class MappedFileQueue:
         where = mapped.file_from_offset + position
         unchanged = where <= self.flushed_where
         self.flushed_where = max(self.flushed_where, where)
-        if least_pages == 0:
+        if least_pages == 0 or not unchanged:
+            # RocketMQ moves it on thorough flushes only (10 s apart), so a crash
+            # checkpoint lagged by that much; any flush that moved covered every
+            # record appended before store_timestamp was read, thorough or not.
             self.store_timestamp = store_timestamp
         return unchanged
 

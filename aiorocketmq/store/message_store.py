@@ -132,7 +132,7 @@ class MessageStore(Service):
         )  # fmt: skip
         self._putter = MessagePutter(
             config, self.commit_log, clock=self.clock, flags=self.flags, stats=self.stats,
-            wakeup=self.dispatcher.wakeup,
+            wakeup=self.dispatcher.dispatch_now,
         )  # fmt: skip
         self._putter.replica_waiter = replica_waiter
         if total_physical_memory is None:
@@ -146,7 +146,7 @@ class MessageStore(Service):
             self.cq_table, self.checkpoint, self.write_checkpoint,
             interval_ms=config.flush_interval_consume_queue,
             least_pages=config.flush_consume_queue_least_pages,
-            thorough_interval_ms=config.flush_consume_queue_thorough_interval, clock=self.clock,
+            thorough_interval_ms=config.full_cq_flush_interval_ms, clock=self.clock,
         )  # fmt: skip
         # Deletions get a pool of their own: unlinking a 1 GiB file must not delay a flush.
         self._clean_executor = BlockingExecutor("store-clean", 1)
@@ -218,8 +218,7 @@ class MessageStore(Service):
         self.dispatcher.reput_from = result.report.redispatch_from
         await self.dispatcher.start()
         # Everything recovered must be in the queues before anything is served.
-        if not await self.dispatcher.wait_dispatched(self.commit_log.max_offset):
-            raise StoreError("the start-time redispatch did not finish")
+        await self.dispatcher.replay_until(self.commit_log.max_offset)
         self.recover_topic_queue_table()
         if isinstance(self.flush_service, GroupCommitService):
             self._putter.group_commit = self.flush_service

@@ -112,6 +112,7 @@ def test_every_java_field_is_an_alias() -> None:
         "verifyWrites",
         "diskSpaceWarningLevelRatio",
         "diskSpaceCleanForciblyRatio",
+        "checkpointFlushInterval",
     }
     for name, field in MessageStoreConfig.model_fields.items():
         if field.alias not in JAVA_FIELDS:

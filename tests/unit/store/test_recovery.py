@@ -174,14 +174,45 @@ async def test_abnormal_exit_starts_at_the_checkpointed_file(
     files = commit_log.queue.files
     assert len(files) >= 4
     # The checkpoint vouches for everything up to the second file's first record
-    # (+3 s margin): a crash scan starts there and the reput redoes from there.
+    # (+3 s margin): a crash scan starts there, and the reput redoes from the first
+    # record stored after that time (the second one of the file), not the whole file.
     second_first_time = next(iter_records(files[1].buffer)).store_timestamp
     checkpoint = StoreCheckpoint(written.config.checkpoint_path)
     checkpoint.physic_msg_timestamp = checkpoint.logics_msg_timestamp = second_first_time + 3000
     report = recover_blocking(written.config, commit_log, table, checkpoint, last_exit_ok=False)
     assert report.scan_start_offset == files[1].file_from_offset
-    assert report.redispatch_from == files[1].file_from_offset
+    after = [
+        files[1].file_from_offset + r.position
+        for r in iter_records(files[1].buffer)
+        if r.store_timestamp > second_first_time
+    ]
+    assert after and after[0] > files[1].file_from_offset
+    assert report.redispatch_from == report.first_unchecked_offset == after[0]
     assert report.commit_log_end_offset == written.end and report.clean
+    await close(commit_log, table)
+
+
+async def test_crash_scan_checks_crc_only_after_the_checkpoint(
+    tmp_path: Path, executor: BlockingExecutor
+) -> None:
+    """Records the checkpoint vouches for were flushed before it was written: a torn
+    write cannot be among them, so their CRC is not checked (a third of the scan); a bad
+    CRC after the checkpoint's time still ends the data there."""
+    written = await write_store(tmp_path, executor, 200)  # store times BASE_TIME + i
+    vouched, torn = written.records[20], written.records[120]
+    commit_log, table = reload(written.config, executor)
+    for offset, _size, _queue, _qoffset in (vouched, torn):
+        holder = commit_log.queue.find_file(offset)
+        assert holder is not None
+        holder.buffer[offset - holder.file_from_offset + 200] ^= 0x01  # inside the body
+    checkpoint = StoreCheckpoint(written.config.checkpoint_path)
+    checkpoint.physic_msg_timestamp = checkpoint.logics_msg_timestamp = BASE_TIME + 60 + 3000
+    report = recover_blocking(written.config, commit_log, table, checkpoint, last_exit_ok=False)
+    assert report.first_unchecked_offset == written.records[61][0]
+    assert report.commit_log_end_offset == torn[0], "the bad CRC after the checkpoint cuts"
+    assert report.stop_reason == "corrupt" and "crc" in report.stop_detail.lower()
+    assert vouched[0] in valid_offsets(commit_log), "the vouched record is kept"
+    assert report.redispatch_from == written.records[61][0]
     await close(commit_log, table)
 
 
