@@ -34,6 +34,7 @@ from aiorocketmq.broker.config_manager import (
     config_file_path,
 )
 from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.forced_clean import ForcedCleanLosses
 from aiorocketmq.broker.ha.service import HAService
 from aiorocketmq.broker.long_polling import PullRequestHoldService
 from aiorocketmq.broker.metrics import BrokerMetrics
@@ -42,6 +43,7 @@ from aiorocketmq.broker.offsets import ConsumerOffsetFlushService, ConsumerOffse
 from aiorocketmq.broker.outer_api import BrokerIdentity, BrokerOuterAPI
 from aiorocketmq.broker.processors.acl_admin import AclAdminProcessor
 from aiorocketmq.broker.processors.admin import AdminProcessor
+from aiorocketmq.broker.processors.admin_maintenance import MaintenanceProcessor
 from aiorocketmq.broker.processors.admin_stats import (
     AdminStatsProcessor,
     BrokerStats,
@@ -125,7 +127,9 @@ class BrokerController(Service):
         client_tls = tls if tls is not None and settings.client.use_tls else None
         self.ha = HAService(settings.store, tls=tls, client_tls=client_tls)
         self.ha.install(self.store)
-        self.metrics = BrokerMetrics(settings, self.ctx, self.ha)
+        self.forced_clean = ForcedCleanLosses(self.ctx)
+        self.store.cleanup_service.on_forced_delete = self.forced_clean.on_forced_delete
+        self.metrics = BrokerMetrics(settings, self.ctx, self.ha, self.forced_clean)
         self.acl, self.table = self._build_acl(self.metrics.table)
         self.server = RemotingServer(
             self.metrics.table,
@@ -228,6 +232,7 @@ class BrokerController(Service):
         ClientManageProcessor(self.ctx).register(self.table)
         RebalanceLockProcessor(self.locks).register(self.table)
         AdminProcessor(self.ctx, delay_offsets=self.schedule.encode).register(self.table)
+        MaintenanceProcessor(self.ctx).register(self.table)
         AdminStatsProcessor(
             self.ctx,
             boot_timestamp_ms=self.clock.now_ms(),

@@ -14,7 +14,9 @@ queryMsgByOffset, printMsg, resetOffsetByTime, skipAccumulatedMessage,
 getBrokerConfig, updateBrokerConfig, wipeWritePerm, addWritePerm,
 topicClusterList, sendMessage, clusterRT (also under its older name
 clusterSendMsgRT), consumeMessage, consumerStatus,
-haStatus (ours), the ACL commands updateAclConfig, deleteAclConfig,
+haStatus (ours), cleanExpiredCQ, cleanUnusedTopic, deleteExpiredCommitLog,
+cloneGroupOffset, queryCq, updateOrderConf, allocateMQ, getConsumerConfig, the ACL
+commands updateAclConfig, deleteAclConfig,
 updateGlobalWhiteAddr and clusterAclConfigVersion; ``doctor`` (ours: what is wrong
 with the cluster as seen from here, exit 1 when a check fails,
 ``aiorocketmq.admin.doctor``) and ``dashboard`` (ours: a read-only web dashboard,
@@ -59,6 +61,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Final
 
 from aiorocketmq.admin.acl_commands import ACL_COMMANDS
+from aiorocketmq.admin.assignment_commands import ASSIGNMENT_COMMANDS
 from aiorocketmq.admin.broker_commands import BROKER_COMMANDS
 from aiorocketmq.admin.commands import COMMANDS, UsageError
 from aiorocketmq.admin.config_commands import CONFIG_COMMANDS
@@ -67,6 +70,7 @@ from aiorocketmq.admin.credentials import ROCKETMQ_HOME_ENV, tools_credentials
 from aiorocketmq.admin.doctor import doctor
 from aiorocketmq.admin.ha_status import ha_status
 from aiorocketmq.admin.lag import lag
+from aiorocketmq.admin.maintenance_commands import MAINTENANCE_COMMANDS
 from aiorocketmq.admin.message_commands import MESSAGE_COMMANDS
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.admin.send_commands import SEND_COMMANDS
@@ -75,6 +79,7 @@ from aiorocketmq.cli.admin_options import (
     NAMESRV_ADDR_ENV,
     add_config_commands,
     add_lag_command,
+    add_maintenance_commands,
     java_int,
     java_long,
 )
@@ -437,6 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     _doctor_command(sub)
     add_lag_command(sub)
     add_config_commands(sub)
+    add_maintenance_commands(sub)
     _dashboard_command(sub)
     for name, command in unique_commands(sub).items():
         if name not in NO_JSON:
@@ -479,6 +485,8 @@ async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
         **CONSUME_COMMANDS,
         **ACL_COMMANDS,
         **CONFIG_COMMANDS,
+        **MAINTENANCE_COMMANDS,
+        **ASSIGNMENT_COMMANDS,
         "haStatus": ha_status,
         "doctor": doctor,
         "lag": lag,

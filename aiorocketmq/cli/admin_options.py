@@ -125,3 +125,44 @@ def add_lag_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         p, "p", "points", f"at most this many snapshots per broker (default {DEFAULT_POINTS})",
         kind=java_int,
     )  # fmt: skip
+
+
+def add_maintenance_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """cleanExpiredCQ, cleanUnusedTopic, deleteExpiredCommitLog, cloneGroupOffset, queryCq,
+    updateOrderConf, allocateMQ and getConsumerConfig (Java 4.9.8's flags)."""
+    common = common_parent()
+    for name, help_text in (
+        ("cleanExpiredCQ", "Clean expired ConsumeQueue on broker."),
+        ("cleanUnusedTopic", "Clean unused topic on broker."),
+        ("deleteExpiredCommitLog", "Delete expired CommitLog files"),
+    ):
+        p = sub.add_parser(name, parents=[common], help=help_text)
+        add_option(p, "b", "brokerAddr", "Broker address")
+        add_option(p, "c", "cluster", "clustername")
+    p = sub.add_parser("cloneGroupOffset", parents=[common], help="clone offset from other group.")
+    add_option(p, "s", "srcGroup", "set source consumer group", required=True)
+    add_option(p, "d", "destGroup", "set destination consumer group", required=True)
+    add_option(p, "t", "topic", "set the topic", required=True)
+    add_option(p, "o", "offline", "the group or the topic is offline")
+    p = sub.add_parser("queryCq", parents=[common], help="Query cq command.")
+    add_option(p, "t", "topic", "topic name", required=True)
+    add_option(p, "q", "queueId", "queue num, ie. 1", required=True, kind=java_int)
+    add_option(p, "i", "index", "start queue index.", required=True, kind=java_long)
+    add_option(p, "c", "count", "how many.", kind=java_int)
+    add_option(p, "b", "brokerAddr", "broker address.")
+    add_option(p, "g", "consumerGroup", "consumer group.")
+    p = sub.add_parser(
+        "updateOrderConf", parents=[common], help="Create or update or delete order conf"
+    )
+    add_option(p, "t", "topic", "topic name", required=True)
+    add_option(p, "v", "orderConf", "set order conf [eg. brokerName1:num;brokerName2:num]")
+    add_option(p, "m", "method", "option type [eg. put|get|delete", required=True)
+    p = sub.add_parser("allocateMQ", parents=[common], help="Allocate MQ")
+    add_option(p, "t", "topic", "topic name", required=True)
+    add_option(p, "i", "ipList", "ipList", required=True)
+    p = sub.add_parser(
+        "getConsumerConfig",
+        parents=[common],
+        help="Get consumer config by subscription group name!",
+    )
+    add_option(p, "g", "groupName", "subscription group name", required=True)
