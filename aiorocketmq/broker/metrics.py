@@ -60,6 +60,7 @@ from aiorocketmq.store.store_stats import PUT_SIZE_BUCKETS
 if TYPE_CHECKING:
     from aiorocketmq.broker.config import BrokerSettings
     from aiorocketmq.broker.context import BrokerContext
+    from aiorocketmq.broker.forced_clean import ForcedCleanLosses
     from aiorocketmq.broker.ha.service import HAService
 
 __all__ = ["BrokerMetrics"]
@@ -79,6 +80,7 @@ class BrokerMetrics:
         settings: The broker's settings (``metricsPort``, names, store paths).
         ctx: The processors' shared context (store, offsets, clock).
         ha: The HA service (replication lag).
+        forced_clean: Messages groups lost to forced cleaning (None: not counted).
 
     Attributes:
         table: The processor table to register the broker's processors in (timed
@@ -86,10 +88,17 @@ class BrokerMetrics:
         port: The bound metrics port once started (0 when off).
     """
 
-    def __init__(self, settings: BrokerSettings, ctx: BrokerContext, ha: HAService) -> None:
+    def __init__(
+        self,
+        settings: BrokerSettings,
+        ctx: BrokerContext,
+        ha: HAService,
+        forced_clean: ForcedCleanLosses | None = None,
+    ) -> None:
         self._settings = settings
         self._ctx = ctx
         self._ha = ha
+        self.forced_clean = forced_clean
         # Off (metricsPort 0): a plain table, so requests pay nothing for metrics.
         self.table: ProcessorTable = (
             ObservedProcessorTable(self.observe)
@@ -193,6 +202,7 @@ class BrokerCollector(Collector):
         yield from self._traffic()
         yield self._message_size()
         yield from self._lag()
+        yield self._forced_clean()
         yield self._rpc()
         yield self._loop_lag()
         yield from self._storage()
@@ -268,6 +278,17 @@ class BrokerCollector(Collector):
             RPC_LATENCY_BUCKETS_MS,
             rows,
         )
+
+    def _forced_clean(self) -> Metric:
+        family = CounterMetricFamily(
+            "aiorocketmq_forced_clean_lost_messages_total",
+            "Messages deleted by forced cleaning (full disk) before the group consumed them.",
+            labels=self._labels("consumer_group", "topic"),
+        )
+        losses = self._m.forced_clean
+        for (group, topic), count in list(losses.lost.items() if losses is not None else ()):
+            family.add_metric([*self._m.node, group, topic], count)
+        return family
 
     def _loop_lag(self) -> Metric:
         probe = self._m.loop_lag

@@ -267,6 +267,11 @@ class CleanupService(Service):
         disk_check_interval_s: seconds between stand-alone disk checks (10).
         disk_check_initial_delay_s: seconds before the first one (RocketMQ: 1).
 
+    Attributes:
+        on_forced_delete: called on the loop after CommitLog files were deleted early
+            for a full disk, once the queues' first offsets follow (the broker counts
+            what consumer groups lost).
+
     Raises:
         ValueError: ``deleteWhen`` is malformed (see ``parse_delete_when``).
     """
@@ -310,6 +315,7 @@ class CleanupService(Service):
         self._writable = True
         self._clean_immediately = False
         self._readings: tuple[DiskReading, ...] = ()
+        self.on_forced_delete: Callable[[], None] | None = None
         self._unmeasured_logged = False
         self._stuck_logged = False
         self._deleted = {"commit_log": 0, "consume_queue": 0, "index": 0}
@@ -421,6 +427,10 @@ class CleanupService(Service):
             self._manual_deletes, forcibly,
         )  # fmt: skip
         deleted = await self._delete_commit_log_files(forcibly)
+        if deleted and forcibly and self.on_forced_delete is not None:
+            # Queues' first offsets follow the new CommitLog start before anyone counts.
+            self._cq_table.correct_min_offsets(self._commit_log.min_offset)
+            self.on_forced_delete()
         if deleted == 0 and verdict.space_to_delete:
             if not self._stuck_logged:
                 log.warning("disk space will be full soon, but no CommitLog file could be deleted")
