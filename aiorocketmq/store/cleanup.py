@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import math
 import shutil
@@ -74,6 +75,7 @@ __all__ = [
     "CleanupStats",
     "DiskReading",
     "DiskVerdict",
+    "disk_free_bytes_blocking",
     "disk_used_ratio_blocking",
     "is_time_to_delete",
     "judge_disk",
@@ -193,6 +195,21 @@ def disk_used_ratio_blocking(path: Path) -> float:
     return math.ceil(usage.used * 100 / entire) / 100.0
 
 
+def disk_free_bytes_blocking(path: Path) -> int:
+    """Bytes an unprivileged writer can still allocate on ``path``'s file system."""
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    return shutil.disk_usage(probe).free
+
+
+def _free_or_unknown(disk_free: Callable[[Path], int], path: Path) -> int:
+    try:
+        return int(disk_free(path))
+    except Exception:  # unmeasurable: the ratios alone decide (as a failed ratio reads -1)
+        return -1
+
+
 def measure_disks_blocking(
     disk_usage: Callable[[Path], float], paths: Sequence[Path]
 ) -> tuple[DiskReading, ...]:
@@ -286,6 +303,7 @@ class CleanupService(Service):
         clock: Clock,
         *,
         disk_usage: Callable[[Path], float] = disk_used_ratio_blocking,
+        disk_free: Callable[[Path], int] = disk_free_bytes_blocking,
         on_writable_changed: Callable[[bool], None] | None = None,
         initial_delay_s: float = 60.0,
         disk_check_interval_s: float = 10.0,
@@ -299,6 +317,12 @@ class CleanupService(Service):
         self._executor = executor
         self._clock = clock
         self._disk_usage = disk_usage
+        self._disk_free = disk_free
+        self._low_space = False
+        # Room the next CommitLog and ConsumeQueue files take (both are fallocated).
+        self._next_files_bytes = (
+            config.mapped_file_size_commit_log + config.mapped_file_size_consume_queue
+        )
         self._on_writable_changed = on_writable_changed
         self._initial_delay_s = initial_delay_s
         self._disk_check_interval_s = disk_check_interval_s
@@ -389,10 +413,22 @@ class CleanupService(Service):
         readings = await self._executor.run(
             measure_disks_blocking, self._disk_usage, self._measured_paths
         )
+        free = await self._executor.run(_free_or_unknown, self._disk_free, self._disk_paths[0])
         self._readings = readings
         judged = readings[: len(self._disk_paths)]
         self._log_unmeasured(judged)
         verdict = judge_disk([r.ratio for r in judged], self._config)
+        low = 0 <= free < self._next_files_bytes
+        if low != self._low_space:
+            self._low_space = low
+            if low:
+                log.warning(
+                    "%d bytes free for the CommitLog, less than the next CommitLog and "
+                    "ConsumeQueue files take (%d): refusing writes", free, self._next_files_bytes,
+                )  # fmt: skip
+        if low and not verdict.full:
+            # Below the ratios, yet the next file cannot be made: refuse now, cleanly.
+            verdict = dataclasses.replace(verdict, full=True)
         self._set_writable(not verdict.full, judged)
         return verdict
 

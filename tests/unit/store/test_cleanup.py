@@ -524,3 +524,20 @@ async def test_trigger_wakes_a_started_service(make_rig: Callable[..., Any]) -> 
     rig.service.trigger_delete()
     await wait_until(lambda: len(rig.files()) == 1, what="the woken pass")
     await rig.service.shutdown()
+
+
+async def test_too_little_room_for_the_next_files_refuses_writes(
+    make_rig: Callable[..., Any],
+) -> None:
+    """Below every ratio, but the next CommitLog and ConsumeQueue files would not fit."""
+    free = [10**12]
+    rig: Rig = await make_rig(service_kw={"disk_free": lambda _path: free[0]})
+    await rig.service.check_disk()
+    assert rig.service.writable and rig.events == []
+    need = rig.config.mapped_file_size_commit_log + rig.config.mapped_file_size_consume_queue
+    free[0] = need - 1
+    verdict = await rig.service.check_disk()
+    assert verdict.full and not rig.service.writable and rig.events == [False]
+    free[0] = need
+    await rig.service.check_disk()
+    assert rig.service.writable and rig.events == [False, True]
