@@ -2,7 +2,7 @@
 
 Owns: the public names users import (re-exported from the modules below); the
 modules own the behaviour (``producer``, ``transaction_producer``,
-``pull_consumer``, ``push_consumer``, ``listener``, ``message_stream``,
+``pull_consumer``, ``lite_pull_consumer``, ``push_consumer``, ``listener``, ``message_stream``,
 ``instance``, ``namesrv_api``, ``mq_client_api``, ``pull_wrapper``,
 ``offset_store``, ``allocate``, ``selectors``, ``errors``).
 
@@ -30,6 +30,7 @@ from aiorocketmq.client.allocate import (
 )
 from aiorocketmq.client.config import (
     ClientConfig,
+    LitePullConsumerConfig,
     ProducerConfig,
     PullConsumerConfig,
     PushConsumerConfig,
@@ -58,6 +59,7 @@ from aiorocketmq.client.listener import (
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
 )
+from aiorocketmq.client.lite_pull_consumer import LitePullConsumer
 from aiorocketmq.client.message_stream import Delivery, DeliveryStream, MessageStream
 from aiorocketmq.client.namesrv_api import NamesrvAPI
 from aiorocketmq.client.producer import Producer
@@ -92,6 +94,8 @@ __all__ = [
     "Delivery",
     "DeliveryStream",
     "InvalidArgumentError",
+    "LitePullConsumer",
+    "LitePullConsumerConfig",
     "LocalProtocolError",
     "LocalTransactionState",
     "MQBrokerError",

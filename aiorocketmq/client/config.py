@@ -23,7 +23,14 @@ from aiorocketmq.remoting.acl_sign import SessionCredentials
 from aiorocketmq.remoting.config import RemotingClientConfig
 from aiorocketmq.remoting.tls import TlsConfig
 
-__all__ = ["ClientConfig", "ProducerConfig", "PullConsumerConfig", "PushConsumerConfig", "local_ip"]
+__all__ = [
+    "ClientConfig",
+    "LitePullConsumerConfig",
+    "ProducerConfig",
+    "PullConsumerConfig",
+    "PushConsumerConfig",
+    "local_ip",
+]
 
 
 def local_ip() -> str:
@@ -276,3 +283,57 @@ class PushConsumerConfig(BaseModel):
                 f"consumeThreadMax ({self.consume_thread_max})"
             )
         return self
+
+
+class LitePullConsumerConfig(BaseModel):
+    """A lite pull consumer's settings (Java ``DefaultLitePullConsumer`` 4.9; times in ms)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid"
+    )
+
+    message_model: Literal["CLUSTERING", "BROADCASTING"] = Field(
+        "CLUSTERING", description="Queues shared by the group (CLUSTERING) or all read by each."
+    )
+    consume_from_where: Literal[
+        "CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP"
+    ] = Field("CONSUME_FROM_LAST_OFFSET", description="Start of a queue without an offset.")
+    consume_timestamp_ms: int | None = Field(
+        None, description="CONSUME_FROM_TIMESTAMP's time; None: half an hour before start."
+    )
+    pull_batch_size: int = Field(10, ge=1, le=1024, description="Messages asked per pull.")
+    pull_threshold_for_all: int = Field(
+        10_000, ge=1, description="Pulls pause while this many pulled messages wait for poll."
+    )
+    pull_threshold_for_queue: int = Field(
+        1_000, ge=1, description="A queue's pulls pause while it holds this many messages."
+    )
+    pull_threshold_size_for_queue: int = Field(
+        100, ge=1, description="... or this many MiB of bodies."
+    )
+    poll_timeout_millis: int = Field(
+        5_000, ge=0, description="How long poll() waits for messages by default."
+    )
+    auto_commit: bool = Field(
+        True, description="Commit the polled offsets every autoCommitIntervalMillis."
+    )
+    auto_commit_interval_millis: int = Field(
+        5_000, ge=1_000, description="Auto-commit period (Java's minimum is 1 s)."
+    )
+    broker_suspend_max_time_millis: int = Field(
+        20_000, ge=0, description="How long a broker may hold a pull (long polling)."
+    )
+    consumer_timeout_millis_when_suspend: int = Field(
+        30_000, ge=1, description="Timeout of a held pull (longer than the hold)."
+    )
+    pull_time_delay_millis_when_exception: int = Field(
+        1_000, ge=1, description="Pause of a queue's pulls after a failed pull."
+    )
+    rebalance_interval_millis: int = Field(
+        20_000, ge=1, description="Rebalance period (also at once when the group changes)."
+    )
+    offset_store_dir: Path = Field(
+        default_factory=lambda: Path.home() / ".rocketmq_offsets",
+        description="BROADCASTING offsets directory (rocketmq.client.localOffsetStoreDir).",
+    )
+    unit_mode: bool = Field(False, description="Unit mode flag sent in heartbeats.")

@@ -32,9 +32,9 @@ def client_examples() -> list[str]:
     return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
-def test_the_section_has_the_five_examples() -> None:
+def test_the_section_has_the_six_examples() -> None:
     examples = client_examples()
-    assert len(examples) == 5
+    assert len(examples) == 6
     assert all(EXAMPLE_NAMESRV in example for example in examples)
 
 
