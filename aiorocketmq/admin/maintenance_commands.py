@@ -1,10 +1,11 @@
-"""mqadmin cleanExpiredCQ, cleanUnusedTopic, deleteExpiredCommitLog, cloneGroupOffset, queryCq.
+"""mqadmin cleanExpiredCQ, cleanUnusedTopic, deleteExpiredCommitLog, cloneGroupOffset, queryCq,
+brokerConsumeStats.
 
 Owns: the commands as RocketMQ 4.9.8's ``CleanExpiredCQSubCommand``,
 ``CleanUnusedTopicCommand``, ``DeleteExpiredCommitLogSubCommand``,
 ``CloneGroupOffsetCommand`` and ``QueryConsumeQueueCommand``: which brokers, the
 requests (codes 306, 316, 329, 314, 321; ``broker.processors.admin_maintenance``
-answers them) and the output.
+answers them; 317 ``broker_consume_stats``) and the output.
 
 - cleanExpiredCQ / cleanUnusedTopic / deleteExpiredCommitLog (``-b`` one broker, or
   ``-c`` cluster; neither: every master of every cluster, as Java): Java prints
@@ -25,6 +26,7 @@ Must not: parse the command line (``aiorocketmq.cli.admin``).
 from __future__ import annotations
 
 import json
+import time
 from argparse import Namespace
 from typing import Any, Final
 
@@ -33,9 +35,10 @@ from aiorocketmq.admin.commands import Command, UsageError, Write
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.client.errors import MQBrokerError, MQClientError
 from aiorocketmq.common.constants import MASTER_ID
+from aiorocketmq.common.consume_stats_list import ConsumeStatsList
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 
-__all__ = ["MAINTENANCE_COMMANDS", "clone_group_offset", "query_cq"]
+__all__ = ["MAINTENANCE_COMMANDS", "broker_consume_stats", "clone_group_offset", "query_cq"]
 
 _RULE: Final = "======================================\n"
 
@@ -144,10 +147,57 @@ async def query_cq(admin: MQAdmin, args: Namespace, write: Write) -> None:
         write(_RULE)
 
 
+async def broker_consume_stats(admin: MQAdmin, args: Namespace, write: Write) -> None:
+    """``brokerConsumeStats -b addr [-t timeoutMillis] [-l diffLevel] [-o isOrder]``.
+
+    Java's ``BrokerConsumeStatsSubCommad``: one row per queue of every group's
+    topics whose diff is at least ``-l`` (0), then ``Diff Total``; ``--json`` the
+    broker's ``ConsumeStatsList`` as ``{"brokerAddr", "totalDiff", "rows": [{"topic",
+    "group", "brokerName", "queueId", "brokerOffset", "consumerOffset", "diff",
+    "lastTimestamp"}]}``.
+    """
+    address = args.brokerAddr.strip()
+    order = str(args.order or "false").strip().lower() == "true"
+    timeout_ms = 50_000 if args.timeoutMillis is None else args.timeoutMillis
+    level = 0 if args.level is None else args.level
+    reply = await admin.broker.invoke(
+        address, RequestCode.GET_BROKER_CONSUME_STATS, {"isOrder": str(order).lower()},
+        timeout_ms=timeout_ms,
+    )  # fmt: skip
+    if reply.code != ResponseCode.SUCCESS:
+        raise MQBrokerError(reply.code, reply.remark, address=address)
+    stats_list = ConsumeStatsList.decode(reply.body_bytes())
+    rows: list[dict[str, Any]] = []
+    for group, per_topic in stats_list.groups:
+        for stats in per_topic:
+            for mq, wrapper in sorted(stats.offset_table.items()):
+                diff = wrapper.broker_offset - wrapper.consumer_offset
+                if diff < level:
+                    continue
+                rows.append({"topic": mq.topic, "group": group, "brokerName": mq.broker_name,
+                             "queueId": mq.queue_id, "brokerOffset": wrapper.broker_offset,
+                             "consumerOffset": wrapper.consumer_offset, "diff": diff,
+                             "lastTimestamp": wrapper.last_timestamp})  # fmt: skip
+    if jr.wants_json(args):
+        write(jr.dump({"brokerAddr": stats_list.broker_addr or address,
+                       "totalDiff": stats_list.total_diff, "rows": rows}))  # fmt: skip
+        return
+    row = "%-64s  %-64s  %-32s  %-4s  %-20s  %-20s  %-20s  %s\n"
+    write(row % ("#Topic", "#Group", "#Broker Name", "#QID", "#Broker Offset",
+                 "#Consumer Offset", "#Diff", "#LastTime"))  # fmt: skip
+    for r in rows:
+        stamp = r["lastTimestamp"]
+        last = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp / 1000)) if stamp else "N/A"
+        write(row % (r["topic"][:64], r["group"][:64], r["brokerName"][:32], r["queueId"],
+                     r["brokerOffset"], r["consumerOffset"], r["diff"], last))  # fmt: skip
+    write(f"\nDiff Total: {stats_list.total_diff}\n")
+
+
 MAINTENANCE_COMMANDS: Final[dict[str, Command]] = {
     "cleanExpiredCQ": _maintenance(RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE),
     "cleanUnusedTopic": _maintenance(RequestCode.CLEAN_UNUSED_TOPIC),
     "deleteExpiredCommitLog": _maintenance(RequestCode.DELETE_EXPIRED_COMMITLOG),
     "cloneGroupOffset": clone_group_offset,
     "queryCq": query_cq,
+    "brokerConsumeStats": broker_consume_stats,
 }

@@ -254,6 +254,59 @@ async def print_msg(admin: MQAdmin, args: Namespace, write: Write) -> None:
             write(mr.SEPARATOR)
 
 
+async def print_msg_by_queue(admin: MQAdmin, args: Namespace, write: Write) -> None:
+    """``printMsgByQueue -t -a brokerName -i queueId [-c -s -b -e -p -d -f]``.
+
+    Java's ``PrintMessageByQueueCommand``: pulls the queue's range (``-b``/``-e``
+    timestamps narrow it), stops at the first pull that finds nothing; ``-p true``
+    prints each message (``-d`` its body), ``-f true`` counts messages per tag,
+    largest first (``Tag: <tag> Count: <n>``). ``--json``: one document
+    ``{"queue", "minOffset", "maxOffset", "messages" (with -p), "tagCounts" (with -f)}``.
+    """
+    charset = (args.charsetName or "UTF-8").strip()
+    try:
+        "".encode(charset)
+    except LookupError as exc:
+        raise UsageError(f"-c: unknown charset {charset!r}") from exc
+    messages = MessageAdmin(admin)
+    mq = MessageQueue(args.topic.strip(), args.brokerName.strip(), args.queueId)
+    address = await messages.broker_addr(mq.topic, mq.broker_name)
+    offset = await messages.min_offset(address, mq)
+    max_offset = await messages.max_offset(address, mq)
+    if args.beginTimestamp is not None:
+        offset = await messages.search_offset(address, mq, _timestamp(args.beginTimestamp, "-b"))
+    if args.endTimestamp is not None:
+        max_offset = await messages.search_offset(address, mq, _timestamp(args.endTimestamp, "-e"))
+    first = offset
+    print_each, print_body = java_bool(args.printMsg, False), java_bool(args.printBody, False)
+    by_tag, tags = java_bool(args.calculateByTag, False), dict[str, int]()
+    docs: list[jr.JsonObject] = []
+    while offset < max_offset:
+        result = await messages.pull(address, mq, (args.subExpression or "*").strip(), offset,
+                                     PRINT_MSG_BATCH)  # fmt: skip
+        offset = result.next_begin_offset
+        if result.status is not PullStatus.FOUND:
+            break
+        for msg in result.msg_found_list:
+            if by_tag:
+                tags[msg.tags or ""] = tags.get(msg.tags or "", 0) + 1
+            if print_each and jr.wants_json(args):
+                docs.append(_message_doc(msg, mq.broker_name, print_body))
+            elif print_each:
+                write(mr.print_message_line(msg, mq.broker_name, charset, print_body))
+    counts = sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))
+    if jr.wants_json(args):
+        doc: jr.JsonObject = {"queue": jr.queue_json(mq), "minOffset": first,
+                              "maxOffset": max_offset}  # fmt: skip
+        if print_each:
+            doc["messages"] = docs
+        if by_tag:
+            doc["tagCounts"] = dict(counts)
+        write(jr.dump(doc))
+    elif by_tag:
+        write("".join("Tag: %-30s Count: %s\n" % (tag, n) for tag, n in counts))
+
+
 # -- offsets ---------------------------------------------------------------------------
 
 
@@ -334,6 +387,7 @@ MESSAGE_COMMANDS: Final[dict[str, Command]] = {
     "queryMsgByUniqueKey": query_msg_by_unique_key,
     "queryMsgByOffset": query_msg_by_offset,
     "printMsg": print_msg,
+    "printMsgByQueue": print_msg_by_queue,
     "resetOffsetByTime": reset_offset_by_time,
     "skipAccumulatedMessage": skip_accumulated,
 }

@@ -50,6 +50,7 @@ from aiorocketmq.broker.processors.admin_stats import (
     StoreStatsSampler,
 )
 from aiorocketmq.broker.processors.broker_config import BrokerConfigProcessor
+from aiorocketmq.broker.processors.broker_consume_stats import BrokerConsumeStatsProcessor
 from aiorocketmq.broker.processors.client_manage import (
     ClientManageProcessor,
     ConsumerIdsChangedNotifier,
@@ -233,13 +234,17 @@ class BrokerController(Service):
         RebalanceLockProcessor(self.locks).register(self.table)
         AdminProcessor(self.ctx, delay_offsets=self.schedule.encode).register(self.table)
         MaintenanceProcessor(self.ctx).register(self.table)
-        AdminStatsProcessor(
+        stats = AdminStatsProcessor(
             self.ctx,
             boot_timestamp_ms=self.clock.now_ms(),
             sampler=self.sampler,
             broker_stats=self.broker_stats,
             extra_runtime_info=self.extra_runtime_info,
-        ).register(self.table)
+        )
+        stats.register(self.table)
+        BrokerConsumeStatsProcessor(self.ctx, stats.consume_stats, lambda: self.address).register(
+            self.table
+        )
         SendBackProcessor(self.ctx).register(self.table)
         QueryProcessor(self.ctx).register(self.table)
         EndTransactionProcessor(self.ctx, self.transactions).register(self.table)

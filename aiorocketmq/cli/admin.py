@@ -74,7 +74,7 @@ from aiorocketmq.admin.maintenance_commands import MAINTENANCE_COMMANDS
 from aiorocketmq.admin.message_commands import MESSAGE_COMMANDS
 from aiorocketmq.admin.mq_admin import MQAdmin
 from aiorocketmq.admin.send_commands import SEND_COMMANDS
-from aiorocketmq.cli.admin_help import admin_help, unique_commands
+from aiorocketmq.cli.admin_help import admin_help, canonical_command, unique_commands
 from aiorocketmq.cli.admin_options import (
     NAMESRV_ADDR_ENV,
     add_config_commands,
@@ -294,6 +294,18 @@ def _message_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     _add(p, "b", "beginTimestamp", f"Begin timestamp{stamp}")
     _add(p, "e", "endTimestamp", f"End timestamp{stamp}")
     _add(p, "d", "printBody", "print body")
+
+    p = sub.add_parser("printMsgByQueue", parents=[common], help="Print Message Detail")
+    _add(p, "t", "topic", "topic name", required=True)
+    _add(p, "a", "brokerName", "broker name", required=True)
+    _add(p, "i", "queueId", "queue id", required=True, kind=java_int)
+    _add(p, "c", "charsetName", "CharsetName(eg: UTF-8,GBK)")
+    _add(p, "s", "subExpression", "Subscribe Expression(eg: TagA || TagB)")
+    _add(p, "b", "beginTimestamp", f"Begin timestamp{stamp}")
+    _add(p, "e", "endTimestamp", f"End timestamp{stamp}")
+    _add(p, "p", "printMsg", "print msg. eg: true | false(default)")
+    _add(p, "d", "printBody", "print body. eg: true | false(default)")
+    _add(p, "f", "calculateByTag", "calculate by tag. eg: true | false(default)")
 
 
 def _offset_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -519,6 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if not words or words[0] == "help":
         return admin_help(parser, words[1:], _write)
+    words[0] = canonical_command(parser, words[0])
     args = parser.parse_args(words)
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"

@@ -129,7 +129,8 @@ def add_lag_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def add_maintenance_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """cleanExpiredCQ, cleanUnusedTopic, deleteExpiredCommitLog, cloneGroupOffset, queryCq,
-    updateOrderConf, allocateMQ and getConsumerConfig (Java 4.9.8's flags)."""
+    brokerConsumeStats, updateOrderConf, allocateMQ and getConsumerConfig (Java 4.9.8's
+    flags)."""
     common = common_parent()
     for name, help_text in (
         ("cleanExpiredCQ", "Clean expired ConsumeQueue on broker."),
@@ -151,6 +152,13 @@ def add_maintenance_commands(sub: argparse._SubParsersAction[argparse.ArgumentPa
     add_option(p, "c", "count", "how many.", kind=java_int)
     add_option(p, "b", "brokerAddr", "broker address.")
     add_option(p, "g", "consumerGroup", "consumer group.")
+    p = sub.add_parser(
+        "brokerConsumeStats", parents=[common], help="Fetch broker consume stats data"
+    )
+    add_option(p, "b", "brokerAddr", "Broker address", required=True)
+    add_option(p, "t", "timeoutMillis", "request timeout Millis", kind=java_long)
+    add_option(p, "l", "level", "threshold of print diff", kind=java_long)
+    add_option(p, "o", "order", "order topic")
     p = sub.add_parser(
         "updateOrderConf", parents=[common], help="Create or update or delete order conf"
     )

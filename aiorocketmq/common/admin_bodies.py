@@ -405,7 +405,12 @@ class ConsumeStats:
     @classmethod
     def decode(cls, data: Body) -> ConsumeStats:
         """Parse fastjson's text. Raises ``RemoteProtocolError``."""
-        d = fj.as_dict(loads_object_keys(data), "ConsumeStats")
+        return cls.from_json_dict(loads_object_keys(data))
+
+    @classmethod
+    def from_json_dict(cls, data: object) -> ConsumeStats:
+        """From ``loads_object_keys``' value. Raises ``RemoteProtocolError``."""
+        d = fj.as_dict(data, "ConsumeStats")
         rows = mq_table_entries(d.get("offsetTable"), "offsetTable")
         tps = d.get("consumeTps", 0.0)
         if isinstance(tps, str):

@@ -2,7 +2,9 @@
 
 - queryCq reads ConsumeQueue units (offsets, sizes, tag codes) and, with a group,
   whether each matches its subscription.
-- cloneGroupOffset gives a new group the committed offsets of another.
+- cloneGroupOffset gives a new group the committed offsets of another;
+  brokerConsumeStats then lists both groups' queues; printMsgByQueue prints one
+  queue's messages and counts them by tag.
 - updateOrderConf puts, gets and deletes an ordered topic's conf on the name server.
 - allocateMQ splits a topic's queues among client ids as a consumer would.
 - getConsumerConfig shows a group's subscription group config per broker.
@@ -17,6 +19,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,8 +67,14 @@ async def test_query_clone_order_allocate_and_consumer_config(
     watcher = PushConsumer("CG-cq", client_config=client(namesrv, "cq"))
     watcher.subscribe(TOPIC, "TagA")
     async with watcher:
-        doc = await admin.json("queryCq", "-t", TOPIC, "-q", str(queue_id), "-i", "0",
-                               "-g", "CG-cq")  # fmt: skip
+
+        async def dispatched() -> dict[str, Any] | None:  # the reput runs after the reply
+            doc: dict[str, Any] = await admin.json(
+                "queryCq", "-t", TOPIC, "-q", str(queue_id), "-i", "0", "-g", "CG-cq"
+            )
+            return doc if doc["maxQueueIndex"] == len(in_queue) else None
+
+        doc = await wait_until(dispatched, timeout=10, what="the queue's units dispatched")
     assert doc["brokerAddr"] == broker.addr
     assert (doc["minQueueIndex"], doc["maxQueueIndex"]) == (0, len(in_queue))
     units = doc["queueData"]
@@ -89,6 +98,28 @@ async def test_query_clone_order_allocate_and_consumer_config(
                    for mq in mqs}  # fmt: skip
         ends = {mq.queue_id: await checker.max_offset(mq) for mq in mqs}
     assert offsets == ends
+
+    # brokerConsumeStats: every group's queues. CG-src and CG-dst consumed all (a diff
+    # of 0); CG-cq (an async-for consumer that never read) holds the rest.
+    doc = await admin.json("brokerConsumeStats", "-b", broker.addr)
+    done = [r for r in doc["rows"] if r["group"] in ("CG-src", "CG-dst")]
+    assert {(r["group"], r["queueId"]) for r in done} == {
+        (g, q) for g in ("CG-src", "CG-dst") for q in range(4)
+    }
+    assert all(r["diff"] == 0 and r["topic"] == TOPIC for r in done)
+    assert doc["totalDiff"] == sum(r["diff"] for r in doc["rows"])
+    text = await admin.table("brokerConsumeStats", "-b", broker.addr, "-l", "1")
+    assert text.startswith("#Topic") and text.endswith(f"\nDiff Total: {doc['totalDiff']}\n")
+    assert "CG-src" not in text  # -l 1: rows with a diff of at least 1 only
+
+    # printMsgByQueue: one queue's messages (-p), counted by tag (-f).
+    doc = await admin.json("printMsgByQueue", "-t", TOPIC, "-a", "broker-a", "-i",
+                           str(queue_id), "-p", "true", "-f", "true")  # fmt: skip
+    assert [m["queueOffset"] for m in doc["messages"]] == list(range(len(in_queue)))
+    assert sum(doc["tagCounts"].values()) == len(in_queue)
+    text = await admin.table("printMsgByQueue", "-t", TOPIC, "-a", "broker-a", "-i",
+                             str(queue_id), "-f", "true")  # fmt: skip
+    assert text.startswith("Tag: ") and "MSGID" not in text  # -p is false by default
 
     # updateOrderConf: put, get, delete.
     put = await admin.table("updateOrderConf", "-t", TOPIC, "-m", "put", "-v", "broker-a:4")

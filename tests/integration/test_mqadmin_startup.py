@@ -45,7 +45,9 @@ def test_mqadmin_alone_lists_the_commands_and_help_shows_one(
     usage = capsys.readouterr().out
     assert usage.startswith("usage: mqadmin updateTopic") and "--clusterName" in usage
     assert main(["help", "noSuchCommand"]) == 2
-    assert "The command noSuchCommand not exist" in capsys.readouterr().err
+    assert "The sub command noSuchCommand not exist." in capsys.readouterr().err
+    assert main(["help", "UPDATETOPIC"]) == 0  # Java finds commands ignoring case
+    assert capsys.readouterr().out == usage
 
 
 async def start_namesrv_in(

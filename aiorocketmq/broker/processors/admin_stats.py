@@ -437,12 +437,20 @@ class AdminStatsProcessor:
         subscribe to (when they subscribe to anything), as Java does.
         """
         header = GetConsumeStatsRequestHeader.from_ext_fields(request.ext_fields)
-        ctx = self._ctx
         group = header.consumer_group
         if header.topic is None or not header.topic.strip():
-            topics = sorted(ctx.offsets.which_topic_by_consumer(group))
+            topics = sorted(self._ctx.offsets.which_topic_by_consumer(group))
         else:
             topics = [header.topic]
+        stats = self.consume_stats(group, topics)
+        return request.response_to(ResponseCode.SUCCESS, body=stats.encode())
+
+    def consume_stats(
+        self, group: str, topics: list[str], *, order_only: bool = False
+    ) -> ConsumeStats:
+        """``group``'s offsets over the read queues of ``topics`` (the rules above);
+        ``order_only`` skips topics not configured as ordered (brokerConsumeStats -o)."""
+        ctx = self._ctx
         online = ctx.consumers.get_group(group)
         subscribed = 0 if online is None else len(online.subscriptions)
         stats = ConsumeStats()
@@ -450,6 +458,8 @@ class AdminStatsProcessor:
             config = ctx.topics.select_topic_config(topic)
             if config is None:
                 log.warning("consumeStats, topic config not exist, %s", topic)
+                continue
+            if order_only and not config.order:
                 continue
             if subscribed and ctx.consumers.find_subscription(group, topic) is None:
                 log.warning(
@@ -461,7 +471,7 @@ class AdminStatsProcessor:
                 stats.offset_table[mq] = self._offset_wrapper(group, topic, queue_id)
             if self._group_get_tps is not None:
                 stats.consume_tps += self._group_get_tps(group, topic)
-        return request.response_to(ResponseCode.SUCCESS, body=stats.encode())
+        return stats
 
     def _offset_wrapper(self, group: str, topic: str, queue_id: int) -> OffsetWrapper:
         store = self._ctx.store
