@@ -46,6 +46,7 @@ from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
 from aiorocketmq.common.message_codec import (
     decode_batch_entries,
     encode_record,
+    encode_records,
     merge_batch_properties,
 )
 from aiorocketmq.common.msg_id import pack_ip
@@ -296,6 +297,16 @@ class MessagePutter:
             return _refused(illegal, str(exc))
         if not entries:
             return _refused(illegal, "empty batch")
+        try:
+            return encode_records(
+                ((e.flag, e.body, merge_batch_properties(e.properties_raw, batch_props))
+                 for e in entries),
+                topic=batch.topic, queue_id=batch.queue_id, sys_flag=batch.sys_flag,
+                born_timestamp=batch.born_timestamp, born_host=batch.born_host,
+                store_host=batch.store_host, reconsume_times=batch.reconsume_times,
+            )  # fmt: skip
+        except LocalProtocolError:
+            pass  # an entry cannot be encoded: find it, and its status, one by one
         out = bytearray()
         for entry in entries:
             properties = merge_batch_properties(entry.properties_raw, batch_props)
