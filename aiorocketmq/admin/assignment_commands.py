@@ -1,7 +1,8 @@
-"""mqadmin updateOrderConf, allocateMQ and getConsumerConfig: where queues and groups are set up.
+"""mqadmin updateOrderConf, allocateMQ, getConsumerConfig and statsAll: queues, groups, traffic.
 
 Owns: the commands as RocketMQ 4.9.8's ``UpdateOrderConfCommand``,
-``AllocateMQSubCommand`` and ``GetConsumerConfigSubCommand``, and their output.
+``AllocateMQSubCommand``, ``GetConsumerConfigSubCommand`` and ``StatsAllSubCommand``
+(see ``stats_all``), and their output.
 
 - updateOrderConf (``-t`` topic, ``-m`` get|put|delete, ``-v`` ``brokerName:queueNums;...``
   for put): the name servers' ``ORDER_TOPIC_CONFIG`` KV entry, which fills a
@@ -24,6 +25,7 @@ Must not: parse the command line (``aiorocketmq.cli.admin``).
 
 from __future__ import annotations
 
+import json
 from argparse import Namespace
 from typing import Any, Final
 
@@ -34,10 +36,20 @@ from aiorocketmq.client.allocate import allocate_averagely
 from aiorocketmq.client.errors import MQClientError
 from aiorocketmq.client.publish_info import route_to_subscribe_info
 from aiorocketmq.common.constants import MASTER_ID
+from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 
-__all__ = ["ASSIGNMENT_COMMANDS", "allocate_mq", "get_consumer_config", "update_order_conf"]
+__all__ = [
+    "ASSIGNMENT_COMMANDS",
+    "allocate_mq",
+    "get_consumer_config",
+    "stats_all",
+    "update_order_conf",
+]
 
 _BANNER: Final = "============================="
+_STATS_HEAD: Final = "%-32s  %-32s %12s %11s %11s %14s %14s\n"
+_STATS_ROW: Final = "%-64s  %-64s %12d %11.2f %11.2f %14d %14d\n"
+_STATS_NO_CONSUMER: Final = "%-64s  %-32s %12d %11.2f %11s %14d %14s\n"
 
 
 async def update_order_conf(admin: MQAdmin, args: Namespace, write: Write) -> None:
@@ -110,8 +122,85 @@ async def get_consumer_config(admin: MQAdmin, args: Namespace, write: Write) -> 
             write(f"{key:<40}=  {shown}\n")
 
 
+async def _window_stats(
+    admin: MQAdmin, route_masters: list[str], name: str, key: str
+) -> tuple[float, int]:
+    """(minute TPS, 24-hour sum) of one stats item over the masters (Java skips failures)."""
+    tps, day = 0.0, 0
+    for address in route_masters:
+        try:
+            reply = await admin.broker.invoke(
+                address, RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": name, "statsKey": key}
+            )
+        except MQClientError:
+            continue
+        if reply.code != ResponseCode.SUCCESS:
+            continue
+        data = json.loads(reply.body_bytes() or b"{}")
+        tps += float(data.get("statsMinute", {}).get("tps", 0.0))
+        # Java's compute24HourSum: the day's sum, else the hour's, else the minute's.
+        for window in ("statsDay", "statsHour", "statsMinute"):
+            total = int(data.get(window, {}).get("sum", 0))
+            if total:
+                day += total
+                break
+    return tps, day
+
+
+async def stats_all(admin: MQAdmin, args: Namespace, write: Write) -> None:
+    """``statsAll [-a] [-t topic]``: per topic and group, accumulation, TPS in/out, 24 h counts.
+
+    Java's ``StatsAllSubCommand`` over VIEW_BROKER_STATS_DATA (TOPIC_PUT_NUMS,
+    GROUP_GET_NUMS) and the groups' consume stats; retry and DLQ topics are left
+    out; ``-a`` keeps topics that moved in the last 24 hours only. ``--json``:
+    ``[{"topic", "group" (null: no consumer), "accumulation", "inTps", "outTps",
+    "inMsg24Hour", "outMsg24Hour"}]``.
+    """
+    selected = (args.topic or "").strip()
+    rows: list[dict[str, Any]] = []
+    for topic in sorted(await admin.fetch_all_topic_list()):
+        if topic.startswith(("%RETRY%", "%DLQ%")) or (selected and topic != selected):
+            continue
+        try:
+            route = await admin.examine_topic_route(topic)
+            groups = sorted(await admin.query_topic_consume_by_who(topic))
+        except MQClientError:
+            continue  # Java skips a topic it cannot describe
+        masters = [a for b in route.broker_datas if (a := b.broker_addrs.get(MASTER_ID))]
+        in_tps, in_day = await _window_stats(admin, masters, "TOPIC_PUT_NUMS", topic)
+        consumers: list[str | None] = [*groups] or [None]
+        for group in consumers:
+            out_tps, out_day, accumulation = 0.0, 0, 0
+            if group is not None:
+                key = f"{topic}@{group}"
+                out_tps, out_day = await _window_stats(admin, masters, "GROUP_GET_NUMS", key)
+                try:
+                    stats = await admin.examine_consume_stats(group, topic)
+                    accumulation = max(0, stats.compute_total_diff())
+                except MQClientError:
+                    pass
+            if args.activeTopic and not (in_day or out_day):
+                continue
+            rows.append({"topic": topic, "group": group, "accumulation": accumulation,
+                         "inTps": in_tps, "outTps": out_tps, "inMsg24Hour": in_day,
+                         "outMsg24Hour": out_day})  # fmt: skip
+    if jr.wants_json(args):
+        write(jr.dump(rows))
+        return
+    write(_STATS_HEAD % ("#Topic", "#Consumer Group", "#Accumulation", "#InTPS", "#OutTPS",
+                         "#InMsg24Hour", "#OutMsg24Hour"))  # fmt: skip
+    for r in rows:
+        if r["group"] is None:
+            write(_STATS_NO_CONSUMER % (r["topic"], "", 0, r["inTps"], "", r["inMsg24Hour"],
+                                        "NO_CONSUMER"))  # fmt: skip
+        else:
+            write(_STATS_ROW % (r["topic"], r["group"], r["accumulation"], r["inTps"],
+                                r["outTps"], r["inMsg24Hour"], r["outMsg24Hour"]))  # fmt: skip
+
+
 ASSIGNMENT_COMMANDS: Final[dict[str, Command]] = {
     "updateOrderConf": update_order_conf,
     "allocateMQ": allocate_mq,
     "getConsumerConfig": get_consumer_config,
+    "statsAll": stats_all,
 }

@@ -64,10 +64,18 @@ from aiorocketmq.broker.processors.query import QueryProcessor
 from aiorocketmq.broker.processors.reset_offset import ResetOffsetProcessor
 from aiorocketmq.broker.processors.send import SendProcessor
 from aiorocketmq.broker.processors.send_back import SendBackProcessor
+from aiorocketmq.broker.processors.stats_view import StatsViewProcessor
 from aiorocketmq.broker.rebalance_lock import RebalanceLockManager, RebalanceLockProcessor
 from aiorocketmq.broker.registration import BrokerRegistrar
 from aiorocketmq.broker.schedule import ScheduleMessageService
 from aiorocketmq.broker.slave_sync import SlaveSynchronize
+from aiorocketmq.broker.stats_windows import (
+    GROUP_GET_NUMS,
+    GROUP_GET_SIZE,
+    TOPIC_PUT_NUMS,
+    TOPIC_PUT_SIZE,
+    StatsWindows,
+)
 from aiorocketmq.broker.subscription_group import SubscriptionGroupManager
 from aiorocketmq.broker.topic_config import TopicConfigManager
 from aiorocketmq.broker.transaction.check_service import TransactionalMessageCheckService
@@ -245,6 +253,8 @@ class BrokerController(Service):
         BrokerConsumeStatsProcessor(self.ctx, stats.consume_stats, lambda: self.address).register(
             self.table
         )
+        self.stats_windows = self._build_stats_windows()
+        StatsViewProcessor(self.stats_windows).register(self.table)
         SendBackProcessor(self.ctx).register(self.table)
         QueryProcessor(self.ctx).register(self.table)
         EndTransactionProcessor(self.ctx, self.transactions).register(self.table)
@@ -259,6 +269,23 @@ class BrokerController(Service):
         self.ctx.consumers.set_listener(self.notifier)
         self.store.add_arrival_listener(self.hold.on_arrival)
         self.server.add_connection_listener(on_close=self._on_connection_closed)
+
+    def _build_stats_windows(self) -> StatsWindows:
+        """statsAll's counters: stored per topic (store), pulled per topic@group (metrics)."""
+        store_stats, metrics = self.store.stats, self.metrics
+
+        def by_group(table: dict[tuple[str, str], int]) -> dict[str, int]:
+            return {f"{topic}@{group}": n for (topic, group), n in list(table.items())}
+
+        return StatsWindows(
+            {
+                TOPIC_PUT_NUMS: lambda: store_stats.topic_put_times,
+                TOPIC_PUT_SIZE: lambda: store_stats.topic_put_size,
+                GROUP_GET_NUMS: lambda: by_group(metrics.out_messages),
+                GROUP_GET_SIZE: lambda: by_group(metrics.out_bytes),
+            },
+            self.clock,
+        )
 
     # -- identity ----------------------------------------------------------------------
 
@@ -323,6 +350,7 @@ class BrokerController(Service):
         await self.offset_history.start()
         await self.sampler.start()
         await self.broker_stats.start()
+        await self.stats_windows.start()
         # Master-only work (idle on a slave: the services check the role themselves).
         await self.schedule.start()
         await self.transaction_check.start()
@@ -346,6 +374,7 @@ class BrokerController(Service):
             self.schedule,
             self.sampler,
             self.broker_stats,
+            self.stats_windows,
             self.ha,
             self.offset_history,
         ):

@@ -15,7 +15,8 @@ getBrokerConfig, updateBrokerConfig, wipeWritePerm, addWritePerm,
 topicClusterList, sendMessage, clusterRT (also under its older name
 clusterSendMsgRT), consumeMessage, consumerStatus,
 haStatus (ours), cleanExpiredCQ, cleanUnusedTopic, deleteExpiredCommitLog,
-cloneGroupOffset, queryCq, updateOrderConf, allocateMQ, getConsumerConfig, the ACL
+cloneGroupOffset, queryCq, brokerConsumeStats, printMsgByQueue, statsAll,
+updateOrderConf, allocateMQ, getConsumerConfig, the ACL
 commands updateAclConfig, deleteAclConfig,
 updateGlobalWhiteAddr and clusterAclConfigVersion; ``doctor`` (ours: what is wrong
 with the cluster as seen from here, exit 1 when a check fails,

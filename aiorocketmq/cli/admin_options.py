@@ -152,6 +152,9 @@ def add_maintenance_commands(sub: argparse._SubParsersAction[argparse.ArgumentPa
     add_option(p, "c", "count", "how many.", kind=java_int)
     add_option(p, "b", "brokerAddr", "broker address.")
     add_option(p, "g", "consumerGroup", "consumer group.")
+    p = sub.add_parser("statsAll", parents=[common], help="Topic and Consumer tps stats")
+    add_option(p, "a", "activeTopic", "print active topic only", flag=True)
+    add_option(p, "t", "topic", "print select topic only")
     p = sub.add_parser(
         "brokerConsumeStats", parents=[common], help="Fetch broker consume stats data"
     )
