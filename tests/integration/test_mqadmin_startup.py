@@ -6,6 +6,10 @@
 - ``mqshutdown broker`` / ``mqshutdown namesrv`` stop real processes cleanly (exit 0
   on SIGTERM, as the fixtures check), limited here with ``--match`` to this test's
   processes so that nothing else on the host is touched.
+- ``mqnamesrv -p`` prints the configuration and exits, as Java's; ``-p 9876`` (this
+  command's old port flag) is refused with the way to set the port.
+- A ``broker.conf`` saved by a Latin-1 editor, with a ``\\uXXXX`` escape, starts a
+  broker as it would start Java's (it was read as UTF-8 and refused).
 """
 
 from __future__ import annotations
@@ -19,7 +23,13 @@ import pytest
 
 from aiorocketmq.cli.admin import main
 from aiorocketmq.cli.shutdown import find_processes, is_server
-from tests.support.cluster import NAMESRV_READY, start_broker
+from tests.support.cluster import (
+    BROKER_READY,
+    NAMESRV_READY,
+    broker_properties,
+    start_broker,
+    wait_route,
+)
 from tests.support.mqadmin import Admin
 from tests.support.procs import ManagedProcess
 
@@ -106,3 +116,39 @@ def test_is_server_knows_both_ways_of_starting() -> None:
     assert not is_server(["python3", "-m", "aiorocketmq.cli.namesrv"], "broker")
     assert not is_server(["vim", "notes-about-mqbroker.txt"], "broker")
     assert not is_server(["python", "-m", "pytest", "-k", "mqbroker"], "broker")
+
+
+async def _run(*argv: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_mqnamesrv_p_prints_the_config_as_java(tmp_path: Path) -> None:
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text("listenPort=19876\n")
+    code, out, _err = await _run("-m", "aiorocketmq.cli.namesrv", "-c", str(conf), "-p")
+    assert code == 0 and "listenPort=19876\n" in out and "kvConfigPath=" in out
+    code, out, err = await _run("-m", "aiorocketmq.cli.namesrv", "-p", "9876")
+    assert code == 2 and not out
+    assert "-p prints the configuration" in err and "--listenPort 9876" in err
+
+
+async def test_a_latin1_broker_conf_with_escapes_starts_a_broker(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    _, namesrv = await start_namesrv_in(start_process, tmp_path)
+    conf = broker_properties(tmp_path / "brokers", "broker-x", namesrv)
+    text = conf.read_text("utf-8").replace("brokerName=broker-x", "brokerName=broker-\\u0078")
+    conf.write_bytes(b"# r\xe9glages du courtier (Latin-1)\n" + text.encode("ascii"))
+    proc = start_process(
+        ["-m", "aiorocketmq.cli.broker", "-c", str(conf)],
+        name="broker-x", ready=BROKER_READY, wait=False, env={"HOME": str(tmp_path)},
+    )  # fmt: skip
+    ready = await proc.wait_ready_async()
+    assert ready["name"] == "broker-x"
+    route = await wait_route(namesrv, "TBW102", lambda r: bool(r.broker_datas))
+    assert [b.broker_name for b in route.broker_datas] == ["broker-x"]
