@@ -478,7 +478,8 @@ class RemotingConnection(asyncio.Protocol):
         except Exception as exc:
             self._reply(request, _error_reply(request, exc, self.remote_address))
             return
-        if inspect.isawaitable(result):
+        # Most handlers answer inline: test for that first (isawaitable costs ~0.3 us).
+        if type(result) is not RemotingCommand and inspect.isawaitable(result):
             task = self._loop.create_task(self._finish_async(request, result))
             self._tasks.add(task)
             task.add_done_callback(self._task_done)

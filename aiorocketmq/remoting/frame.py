@@ -98,6 +98,10 @@ def _normalize_ext_fields(raw: object) -> dict[str, str]:
         return {}
     if not isinstance(raw, dict):
         raise RemoteProtocolError("extFields is not an object")
+    # Nearly every header holds only strings (ours, and the stock clients' MSGPACK-free
+    # frames after JSON parsing): then the decoded dict is the answer, uncopied.
+    if all(type(k) is str and type(v) is str for k, v in raw.items()):
+        return raw
     out: dict[str, str] = {}
     for key, value in raw.items():
         if not isinstance(key, str):

@@ -44,6 +44,11 @@ def ext_opt_str(fields: Mapping[str, str], name: str) -> str | None:
 
 
 def _parse_int(name: str, value: str, bounds: tuple[int, int], kind: str) -> int:
+    # The usual field: up to 9 ASCII digits fits every kind and needs no other check.
+    if len(value) < 10 and value.isdigit() and value.isascii():
+        number = int(value)
+        if bounds[0] <= number <= bounds[1]:
+            return number
     text = value.strip()
     # Java rejects "1_000", " 1" and "1.0"; Python's int() would take the first two.
     body = text[1:] if text[:1] in "+-" else text
