@@ -16,7 +16,8 @@ topicClusterList, sendMessage, clusterRT (also under its older name
 clusterSendMsgRT), consumeMessage, consumerStatus,
 haStatus (ours), cleanExpiredCQ, cleanUnusedTopic, deleteExpiredCommitLog,
 cloneGroupOffset, queryCq, brokerConsumeStats, printMsgByQueue, statsAll,
-updateOrderConf, allocateMQ, getConsumerConfig, the ACL
+sendMsgStatus, checkMsgSendRT, exportMetadata, updateOrderConf, allocateMQ,
+getConsumerConfig, the ACL
 commands updateAclConfig, deleteAclConfig,
 updateGlobalWhiteAddr and clusterAclConfigVersion; ``doctor`` (ours: what is wrong
 with the cluster as seen from here, exit 1 when a check fails,
@@ -69,6 +70,7 @@ from aiorocketmq.admin.config_commands import CONFIG_COMMANDS
 from aiorocketmq.admin.consume_commands import CONSUME_COMMANDS
 from aiorocketmq.admin.credentials import ROCKETMQ_HOME_ENV, tools_credentials
 from aiorocketmq.admin.doctor import doctor
+from aiorocketmq.admin.export_commands import EXPORT_COMMANDS
 from aiorocketmq.admin.ha_status import ha_status
 from aiorocketmq.admin.lag import lag
 from aiorocketmq.admin.maintenance_commands import MAINTENANCE_COMMANDS
@@ -78,6 +80,7 @@ from aiorocketmq.admin.send_commands import SEND_COMMANDS
 from aiorocketmq.cli.admin_help import admin_help, canonical_command, unique_commands
 from aiorocketmq.cli.admin_options import (
     NAMESRV_ADDR_ENV,
+    add_assignment_commands,
     add_config_commands,
     add_lag_command,
     add_maintenance_commands,
@@ -456,6 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_lag_command(sub)
     add_config_commands(sub)
     add_maintenance_commands(sub)
+    add_assignment_commands(sub)
     _dashboard_command(sub)
     for name, command in unique_commands(sub).items():
         if name not in NO_JSON:
@@ -499,6 +503,7 @@ async def _run(args: argparse.Namespace, namesrv_addr: str | None) -> int:
         **ACL_COMMANDS,
         **CONFIG_COMMANDS,
         **MAINTENANCE_COMMANDS,
+        **EXPORT_COMMANDS,
         **ASSIGNMENT_COMMANDS,
         "haStatus": ha_status,
         "doctor": doctor,

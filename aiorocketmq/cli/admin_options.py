@@ -128,9 +128,8 @@ def add_lag_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def add_maintenance_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """cleanExpiredCQ, cleanUnusedTopic, deleteExpiredCommitLog, cloneGroupOffset, queryCq,
-    brokerConsumeStats, updateOrderConf, allocateMQ and getConsumerConfig (Java 4.9.8's
-    flags)."""
+    """cleanExpiredCQ, cleanUnusedTopic, deleteExpiredCommitLog, cloneGroupOffset and
+    queryCq (Java 4.9.8's flags)."""
     common = common_parent()
     for name, help_text in (
         ("cleanExpiredCQ", "Clean expired ConsumeQueue on broker."),
@@ -152,6 +151,27 @@ def add_maintenance_commands(sub: argparse._SubParsersAction[argparse.ArgumentPa
     add_option(p, "c", "count", "how many.", kind=java_int)
     add_option(p, "b", "brokerAddr", "broker address.")
     add_option(p, "g", "consumerGroup", "consumer group.")
+
+
+def add_assignment_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """sendMsgStatus, checkMsgSendRT, exportMetadata, statsAll, brokerConsumeStats,
+    updateOrderConf, allocateMQ and getConsumerConfig (Java 4.9.8's flags)."""
+    common = common_parent()
+    p = sub.add_parser("sendMsgStatus", parents=[common], help="send msg to broker.")
+    add_option(p, "b", "brokerName", "Broker Name", required=True)
+    add_option(p, "s", "messageSize", "Message Size, Default: 128", kind=java_int)
+    add_option(p, "c", "count", "send message count, Default: 50", kind=java_int)
+    p = sub.add_parser("checkMsgSendRT", parents=[common], help="check message send response time")
+    add_option(p, "t", "topic", "topic name", required=True)
+    add_option(p, "a", "amount", "message amount | default 100", kind=java_long)
+    add_option(p, "s", "size", "message size | default 128 Byte", kind=java_long)
+    p = sub.add_parser("exportMetadata", parents=[common], help="export metadata")
+    add_option(p, "c", "clusterName", "choose a cluster to export")
+    add_option(p, "b", "brokerAddr", "choose a broker to export")
+    add_option(p, "f", "filePath", "export metadata.json path | default /tmp/rocketmq/export")
+    add_option(p, "t", "topic", "only export topic metadata", flag=True)
+    add_option(p, "g", "subscriptionGroup", "only export subscriptionGroup metadata", flag=True)
+    add_option(p, "s", "specialTopic", "need retryTopic and dlqTopic", flag=True)
     p = sub.add_parser("statsAll", parents=[common], help="Topic and Consumer tps stats")
     add_option(p, "a", "activeTopic", "print active topic only", flag=True)
     add_option(p, "t", "topic", "print select topic only")

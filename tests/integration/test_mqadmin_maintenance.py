@@ -6,6 +6,8 @@
   brokerConsumeStats then lists both groups' queues; statsAll counts what was stored
   and pulled per topic and group; printMsgByQueue prints one queue's messages and
   counts them by tag.
+- exportMetadata writes the cluster's user topics and groups; sendMsgStatus and
+  checkMsgSendRT send and time messages.
 - updateOrderConf puts, gets and deletes an ordered topic's conf on the name server.
 - allocateMQ splits a topic's queues among client ids as a consumer would.
 - getConsumerConfig shows a group's subscription group config per broker.
@@ -16,6 +18,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable
@@ -132,6 +135,28 @@ async def test_query_clone_order_allocate_and_consumer_config(
     text = await admin.table("printMsgByQueue", "-t", TOPIC, "-a", "broker-a", "-i",
                              str(queue_id), "-f", "true")  # fmt: skip
     assert text.startswith("Tag: ") and "MSGID" not in text  # -p is false by default
+
+    # exportMetadata: the cluster's user topics and groups, merged, to one file.
+    out = tmp_path / "export"
+    text = await admin.table("exportMetadata", "-c", "DefaultCluster", "-f", str(out))
+    assert text == f"export {out / 'metadata.json'} success\n"
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["topicConfigTable"][TOPIC]["readQueueNums"] == 4
+    assert "TBW102" not in meta["topicConfigTable"]  # system topics stay out
+    assert not any(t.startswith("%RETRY%") for t in meta["topicConfigTable"])  # without -s
+    assert {"CG-src", "CG-dst"} <= set(meta["subscriptionGroupTable"])
+    doc = await admin.json("exportMetadata", "-b", broker.addr, "-t", "-s", "-f", str(out))
+    assert doc["path"] == str(out / "topic.json")
+    topics = json.loads((out / "topic.json").read_text())["topicConfigTable"]
+    assert "%RETRY%CG-src" in topics  # -s keeps the retry topics
+
+    # sendMsgStatus (to the broker's own topic) and checkMsgSendRT (queue by queue).
+    lines = await admin.table("sendMsgStatus", "-b", "broker-a", "-c", "3", "-s", "32")
+    assert [line.startswith("rt=") and "sendStatus=SEND_OK" in line
+            for line in lines.splitlines()] == [True] * 3  # fmt: skip
+    doc = await admin.json("checkMsgSendRT", "-t", TOPIC, "-a", "4")
+    assert [(s["queueId"], s["success"]) for s in doc["sends"]] == [(q, True) for q in range(4)]
+    assert doc["avgRtMs"] >= 0
 
     # updateOrderConf: put, get, delete.
     put = await admin.table("updateOrderConf", "-t", TOPIC, "-m", "put", "-v", "broker-a:4")
