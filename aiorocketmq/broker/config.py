@@ -221,6 +221,15 @@ class BrokerConfig(BaseModel):
             "more is answered SYSTEM_BUSY at once (the client retries later)."
         ),
     )
+    slave_offset_catch_up_timeout_millis: int = Field(
+        3_000,
+        ge=0,
+        description=(
+            "aiorocketmq: on a master, the longest a round of learning its slaves' consumer "
+            "and delay offsets may take (ms), and so the longest QUERY_CONSUMER_OFFSET waits "
+            "for it after a start or a slave's reconnect; 0 turns the catch-up off."
+        ),
+    )
     max_batch_message_nums: int = Field(
         10_000,
         ge=1,

@@ -6,9 +6,11 @@ registrar are created and connected, and the order they load, start and stop in
 (``BrokerController.initialize/start/shutdown`` in RocketMQ 4.9.8):
 
 * start: load topics.json, consumerOffset.json, subscriptionGroup.json, the store;
-  start the store; bind the server (listenPort 0 picks a free port); start the hold
-  service, the client housekeeping scan (every 10 s, channels silent 120 s are
-  closed), the offset flush (every flushConsumerOffsetInterval); register with
+  start the store; on a master, request the catch-up of its slaves' offsets
+  (QUERY_CONSUMER_OFFSET waits for it, bounded); bind the server (listenPort 0
+  picks a free port); start the hold service, the client housekeeping scan
+  (every 10 s, channels silent 120 s are closed), the offset flush (every
+  flushConsumerOffsetInterval); register with
   every name server, then every 30 s and on topic changes;
 * shutdown (idempotent): unregister from the name servers, close the server,
   release held pulls, stop the store (flush, checkpoint, clean marker), then
@@ -35,6 +37,7 @@ from aiorocketmq.broker.config_manager import (
 )
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.forced_clean import ForcedCleanLosses
+from aiorocketmq.broker.ha.offset_catchup import SlaveOffsetCatchUp
 from aiorocketmq.broker.ha.service import HAService
 from aiorocketmq.broker.long_polling import PullRequestHoldService
 from aiorocketmq.broker.metrics import BrokerMetrics
@@ -167,6 +170,7 @@ class BrokerController(Service):
             self._install_delay_offsets,
             client_config=settings.client,
         )
+        self.offset_catch_up = self._build_offset_catch_up()
         self.registrar = BrokerRegistrar(
             settings.broker,
             self.ctx.topics,
@@ -189,6 +193,22 @@ class BrokerController(Service):
         self.offset_flush = ConsumerOffsetFlushService(
             self.ctx.offsets, cfg.flush_consumer_offset_interval
         )
+
+    def _build_offset_catch_up(self) -> SlaveOffsetCatchUp:
+        # Masters only: a slave's offsets come from its master (SlaveSynchronize).
+        cfg = self.settings.broker
+        catch_up = SlaveOffsetCatchUp(
+            broker_name=cfg.broker_name,
+            namesrv_addrs=lambda: cfg.namesrv_addr_list,
+            own_addr=lambda: self.address,
+            offsets=self.ctx.offsets,
+            max_offset=self.store.get_max_offset_in_queue,
+            delay_offsets=self.schedule.merge_slave_offsets,
+            timeout_ms=0 if self.ctx.is_slave else cfg.slave_offset_catch_up_timeout_millis,
+            client_config=self.settings.client,
+        )
+        self.ha.set_slave_listener(catch_up.on_slave_connected if catch_up.enabled else None)
+        return catch_up
 
     def _build_context(self, root: Path) -> BrokerContext:
         cfg = self.settings.broker
@@ -237,7 +257,8 @@ class BrokerController(Service):
     def _wire(self) -> None:
         self.pull.register(self.table)
         SendProcessor(self.ctx).register(self.table)
-        ConsumerManageProcessor(self.ctx).register(self.table)
+        gate = self.offset_catch_up if self.offset_catch_up.enabled else None
+        ConsumerManageProcessor(self.ctx, gate).register(self.table)
         ClientManageProcessor(self.ctx).register(self.table)
         RebalanceLockProcessor(self.locks).register(self.table)
         AdminProcessor(self.ctx, delay_offsets=self.schedule.encode).register(self.table)
@@ -339,6 +360,12 @@ class BrokerController(Service):
             await manager.load()
         await self.store.load()
         await self.store.start()
+        if self.offset_catch_up.enabled:
+            # Before any client connects: queries wait for the slaves' offsets, and
+            # the delay table is loaded first so the file cannot undo a raise.
+            await self.schedule.load()
+            self.offset_catch_up.request("master start")
+            await self.offset_catch_up.start()
         await self.ha.start()
         if self.acl is not None:
             await self.acl.start()
@@ -370,6 +397,7 @@ class BrokerController(Service):
         await self.notifier.wait_sent()
         for service in (
             self.slave_sync,
+            self.offset_catch_up,
             self.transaction_check,
             self.schedule,
             self.sampler,
@@ -400,6 +428,11 @@ class BrokerController(Service):
         info = {**self.schedule.running_stats(), **self.ha.runtime_info()}
         if self.ctx.is_slave:
             info["slaveSyncTimes"] = str(self.slave_sync.syncs)
+        elif self.offset_catch_up.enabled:
+            catch_up = self.offset_catch_up
+            info["slaveOffsetCatchUpRounds"] = str(catch_up.rounds)
+            info["slaveOffsetCatchUpRaised"] = str(catch_up.raised_total)
+            info["slaveOffsetCatchUpGateTimeouts"] = str(catch_up.gate_timeouts)
         return info
 
     # -- master / slave --------------------------------------------------------------

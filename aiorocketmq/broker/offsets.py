@@ -4,13 +4,16 @@ Owns: the table ``"topic@group" -> {queueId: offset}`` (the offset is the next
 ConsumeQueue index to consume), its file (read tolerantly: fastjson writes the
 queue ids bare, ``{0:250,1:250}``; written in RocketMQ's PrettyFormat form, the
 same bare keys, tab-indented), the queries the consumer-manage and admin
-processors need, and ``ConsumerOffsetFlushService``, which persists the table
-every ``flushConsumerOffsetInterval`` (first after 10 s, as
-``BrokerController``) and once more at shutdown.
+processors need, the merge rules of master/slave offset exchange (a slave keeps
+the larger of its and its master's offsets; a master takes its slaves' larger
+offsets, capped at its own queue ends: ``merge_from_slaves``), and
+``ConsumerOffsetFlushService``, which persists the table every
+``flushConsumerOffsetInterval`` (first after 10 s, as ``BrokerController``) and
+once more at shutdown.
 
 Must not: do file I/O on the loop (``ConfigManager.persist`` uses the executor),
-or reach into the store: the one query that needs the store's min offsets takes
-it as a callable.
+or reach into the store: the queries that need the store's min or max offsets
+take them as callables.
 
 File form (``RemotingSerializable.toJson(this, true)``)::
 
@@ -25,9 +28,9 @@ File form (``RemotingSerializable.toJson(this, true)``)::
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 from aiorocketmq.broker.config_manager import ConfigManager
 from aiorocketmq.common import fastjson
@@ -38,13 +41,18 @@ __all__ = [
     "TOPIC_GROUP_SEPARATOR",
     "ConsumerOffsetFlushService",
     "ConsumerOffsetManager",
+    "MaxOffset",
     "OffsetTable",
+    "RaisedOffset",
+    "merge_offset_tables",
 ]
 
 log = logging.getLogger(__name__)
 
 TOPIC_GROUP_SEPARATOR: Final = "@"
 OffsetTable = dict[str, dict[int, int]]
+#: ``(topic, queue_id) -> the queue's max offset`` on this broker (0 when unknown).
+MaxOffset = Callable[[str, int], int]
 FIRST_FLUSH_DELAY_MS: Final = 10_000
 """BrokerController schedules the first consumerOffset.json flush 10 s after start."""
 
@@ -57,6 +65,35 @@ def _split(key: str) -> tuple[str, str] | None:
     # Java: key.split("@") must give exactly two parts; other keys are skipped.
     parts = key.split(TOPIC_GROUP_SEPARATOR)
     return (parts[0], parts[1]) if len(parts) == 2 else None
+
+
+class RaisedOffset(NamedTuple):
+    """One offset a master raised to its slaves' value (``merge_from_slaves``).
+
+    Attributes:
+        topic, group, queue_id: where.
+        before: the master's offset before (-1: none).
+        after: the new offset.
+    """
+
+    topic: str
+    group: str
+    queue_id: int
+    before: int
+    after: int
+
+
+def merge_offset_tables(tables: Iterable[OffsetTable]) -> OffsetTable:
+    """The largest offset per ``topic@group`` and queue over several tables (one per
+    slave): the slave that saw the most progress wins, whichever it is."""
+    merged: OffsetTable = {}
+    for table in tables:
+        for key, queues in table.items():
+            into = merged.setdefault(key, {})
+            for queue_id, offset in queues.items():
+                if offset > into.get(queue_id, -1):
+                    into[queue_id] = offset
+    return merged
 
 
 class ConsumerOffsetManager(ConfigManager[OffsetTable]):
@@ -131,6 +168,44 @@ class ConsumerOffsetManager(ConfigManager[OffsetTable]):
                     mine[queue_id] = offset
                     changed = True
         return changed
+
+    def merge_from_slaves(self, table: OffsetTable, max_offset: MaxOffset) -> list[RaisedOffset]:
+        """A master's catch-up: raise offsets to what its slaves hold.
+
+        Consumers commit to a slave while the master is down; without this the
+        restarted master sends them back to its older offsets and everything
+        consumed in between is delivered again. The rules:
+
+        * an offset only moves forward: a slave's smaller value never lowers one;
+        * it never moves past ``max_offset(topic, queue_id)``, the master's own
+          end of that queue: a slave that holds offsets for data the master
+          lost would otherwise make the master skip the messages it writes
+          there next;
+        * keys that are not ``topic@group`` are skipped (as Java's readers do).
+
+        Args:
+            table: the slaves' offsets, already merged (``merge_offset_tables``).
+            max_offset: the master's max offset of a queue (0 when unknown).
+
+        Returns:
+            What was raised, in table order (empty when nothing changed).
+        """
+        raised: list[RaisedOffset] = []
+        for key, queues in table.items():
+            tg = _split(key)
+            if tg is None:
+                continue
+            mine = self._table.get(key)
+            for queue_id, offset in queues.items():
+                current = -1 if mine is None else mine.get(queue_id, -1)
+                capped = min(offset, max_offset(tg[0], queue_id))
+                if capped <= current:
+                    continue
+                if mine is None:
+                    mine = self._table[key] = {}
+                mine[queue_id] = capped
+                raised.append(RaisedOffset(tg[0], tg[1], queue_id, current, capped))
+        return raised
 
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, or -1 when none."""

@@ -216,6 +216,9 @@ class ScheduleMessageService(Service):
         self.failed_passes = 0
         self.retried_puts = 0
         self._failing_levels: set[int] = set()
+        # Offsets a master's catch-up raised; a level's timer holds its offset in a
+        # local, so it picks these up at its next pass (never moving backwards).
+        self._raised: dict[int, int] = {}
 
     # -- offsets -------------------------------------------------------------------------
 
@@ -261,6 +264,34 @@ class ScheduleMessageService(Service):
             RemoteProtocolError: the text does not parse.
         """
         self.offsets.decode(text)
+
+    def merge_slave_offsets(self, table: dict[int, int]) -> list[tuple[int, int, int]]:
+        """A master's catch-up: raise levels to its slaves' delay offsets.
+
+        A slave holds the master's table as of its last sync (every 10 s), which
+        can be newer than the ``delayOffset.json`` a killed master last wrote;
+        without this, the restarted master delivers those messages again. A level
+        only moves forward and never past its queue's max offset here; unknown
+        levels are ignored.
+
+        Args:
+            table: level -> next offset, the largest over the slaves.
+
+        Returns:
+            ``(level, before, after)`` of every level raised.
+        """
+        raised: list[tuple[int, int, int]] = []
+        for level, offset in sorted(table.items()):
+            queue = self._queue(level) if 1 <= level <= len(self.levels) else None
+            if queue is None:
+                continue
+            before = self.offsets.offsets.get(level, 0)
+            capped = min(offset, queue.max_offset)
+            if capped > before:
+                self.offsets.offsets[level] = capped
+                self._raised[level] = max(capped, self._raised.get(level, 0))
+                raised.append((level, before, capped))
+        return raised
 
     def _queue(self, level: int) -> ConsumeQueue | None:
         return self._store.cq_table.get(RMQ_SYS_SCHEDULE_TOPIC, delay_level_to_queue_id(level))
@@ -311,6 +342,7 @@ class ScheduleMessageService(Service):
         offset = self.offsets.offsets.get(level, 0)
         delay_ms = self._first_delay_ms
         while not await self._stopped_within(delay_ms):
+            offset = max(offset, self._raised.pop(level, offset))
             try:
                 offset, delay_ms = await self._deliver_due(level, offset)
             except Exception:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -118,6 +119,9 @@ class HAServer(Service):
             on_wait=self.wakeup_all,
         )
         self._server: asyncio.Server | TlsServer | None = None
+        #: Told a slave's ``ip:port`` when its first report arrives: a slave that
+        #: (re)connects may hold consumer offsets committed while it was alone.
+        self.on_slave_connected: Callable[[str], None] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -240,6 +244,8 @@ class HAServer(Service):
             conn.request_offset = offset
             conn.requested.set()
             log.info("HA slave request offset addr=%s offset=%s", conn.addr, offset)
+            if self.on_slave_connected is not None:
+                self.on_slave_connected(conn.addr)
         elif offset > self.store.max_phy_offset:
             # 4.9.3+: a slave ahead of its master is not this master's replica.
             raise HAProtocolError(

@@ -24,6 +24,7 @@ Must not: wire itself into the broker (the controller calls ``install``,
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from aiorocketmq.broker.ha.master import HAServer
 from aiorocketmq.broker.ha.slave import HAClient
@@ -138,6 +139,12 @@ class HAService(Service):
         address, e.g. a proxy or NAT address, wins over the registration reply)."""
         if self.client is not None and not self.fixed_master_address:
             self.client.update_master_address(addr)
+
+    def set_slave_listener(self, listener: Callable[[str], None] | None) -> None:
+        """A master: call ``listener(addr)`` when a slave connects and sends its
+        first offset report (``HAServer.on_slave_connected``); ignored on a slave."""
+        if self.server is not None:
+            self.server.on_slave_connected = listener
 
     def slave_fall_behind_much(self) -> int:
         """Master: max offset - push2SlaveMaxOffset; slave: received, not stored."""

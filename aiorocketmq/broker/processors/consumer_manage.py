@@ -13,11 +13,15 @@ still starts at 0 with its first message not yet swapped out answers SUCCESS "0"
 (a new group reads from the start); otherwise QUERY_NOT_FOUND. A negative commit
 is ignored (``ConsumerOffsetManager.commit_offset``) and still answered SUCCESS.
 The four store queries always answer SUCCESS.
+
+On a master, QUERY_CONSUMER_OFFSET first waits (bounded) for a pending catch-up
+of its slaves' offsets (``broker/ha/offset_catchup.py``).
 """
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Awaitable
+from typing import Final, Protocol
 
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.remoting.broker_headers import (
@@ -32,7 +36,7 @@ from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection
 
-__all__ = ["QUERY_NOT_FOUND_REMARK", "ConsumerManageProcessor"]
+__all__ = ["QUERY_NOT_FOUND_REMARK", "ConsumerManageProcessor", "OffsetGate"]
 
 QUERY_NOT_FOUND_REMARK: Final = "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
 
@@ -43,11 +47,32 @@ def _offset_reply(request: RemotingCommand, offset: int) -> RemotingCommand:
     )
 
 
-class ConsumerManageProcessor:
-    """Consumer offsets and the store's per-queue offsets for one broker."""
+class OffsetGate(Protocol):
+    """What QUERY_CONSUMER_OFFSET waits for on a master (``SlaveOffsetCatchUp``)."""
 
-    def __init__(self, ctx: BrokerContext) -> None:
+    @property
+    def caught_up(self) -> bool:
+        """Nothing to wait for."""
+        ...
+
+    async def wait_caught_up(self) -> bool:
+        """Wait, bounded; False when the bound was reached."""
+        ...
+
+
+class ConsumerManageProcessor:
+    """Consumer offsets and the store's per-queue offsets for one broker.
+
+    Args:
+        ctx: the broker's parts.
+        gate: on a master, the slave-offset catch-up: a query that arrives while
+            it runs waits for it (bounded), so a restarted master never answers
+            an offset older than what consumers committed to its slave.
+    """
+
+    def __init__(self, ctx: BrokerContext, gate: OffsetGate | None = None) -> None:
         self._ctx = ctx
+        self._gate = gate
 
     def register(self, table: ProcessorTable) -> None:
         """Register the six offset codes."""
@@ -60,9 +85,29 @@ class ConsumerManageProcessor:
 
     def query_consumer_offset(
         self, conn: RemotingConnection, request: RemotingCommand
-    ) -> RemotingCommand:
-        """QUERY_CONSUMER_OFFSET: the committed offset, "0" for a fresh queue, or 22."""
+    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """QUERY_CONSUMER_OFFSET: the committed offset, "0" for a fresh queue, or 22.
+
+        While the catch-up gate is closed the answer waits for it (an awaitable);
+        otherwise it is immediate.
+        """
         header = QueryConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        if self._gate is not None and not self._gate.caught_up:
+            return self._query_after_gate(self._gate, header, request)
+        return self._query(header, request)
+
+    async def _query_after_gate(
+        self,
+        gate: OffsetGate,
+        header: QueryConsumerOffsetRequestHeader,
+        request: RemotingCommand,
+    ) -> RemotingCommand:
+        await gate.wait_caught_up()
+        return self._query(header, request)
+
+    def _query(
+        self, header: QueryConsumerOffsetRequestHeader, request: RemotingCommand
+    ) -> RemotingCommand:
         ctx = self._ctx
         offset = ctx.offsets.query_offset(header.consumer_group, header.topic, header.queue_id)
         if offset >= 0:
