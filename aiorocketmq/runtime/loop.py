@@ -18,6 +18,7 @@ call ``sys.exit`` itself, or install signal handlers outside ``run``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import time
@@ -188,7 +189,15 @@ async def serve_until_stopped(
     service: Service, shutdown: asyncio.Event, fatal: asyncio.Event
 ) -> int:
     """Wait for ``shutdown`` (a signal) or ``fatal`` (a background part died), then
-    shut ``service`` down; the exit code: 1 when ``fatal`` was set, else 0."""
+    shut ``service`` down; the exit code: 1 when ``fatal`` was set, else 0.
+
+    The objects alive once the service is up (modules, classes, configs: hundreds of
+    thousands) are moved out of the cyclic collector's reach first (``gc.freeze``):
+    each full collection would otherwise walk them all, holding the loop for ~12 ms
+    under load (measured on a broker), for garbage that never forms there.
+    """
+    gc.collect()
+    gc.freeze()
     stop = asyncio.ensure_future(shutdown.wait())
     died = asyncio.ensure_future(fatal.wait())
     try:

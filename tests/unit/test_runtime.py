@@ -11,6 +11,8 @@ import logging
 import os
 import re
 import signal
+import subprocess
+import sys
 import textwrap
 import threading
 from collections.abc import Callable, Iterator
@@ -574,3 +576,30 @@ def test_run_same_signal_repeated_at_once_counts_once(
     wait_until_sync(lambda: not proc.running, timeout=10, what="exit after the shutdown")
     assert proc.returncode == 0, proc.tail()
     assert "SHUTDOWN-RAN" in proc.output()
+
+
+def test_serve_until_stopped_freezes_what_start_up_made() -> None:
+    """Once the service is up, its objects leave the cyclic collector's reach (gc.freeze):
+    a full collection under load no longer walks every module and class. Run in a child
+    so this test process's own collector is left alone."""
+    script = textwrap.dedent(
+        """
+        import asyncio, gc
+        from aiorocketmq.runtime import Service, serve_until_stopped
+
+        async def main():
+            service, shutdown, fatal = Service("s"), asyncio.Event(), asyncio.Event()
+            await service.start()
+            before = gc.get_freeze_count()
+            asyncio.get_running_loop().call_soon(shutdown.set)
+            code = await serve_until_stopped(service, shutdown, fatal)
+            print(before, gc.get_freeze_count(), code)
+
+        asyncio.run(main())
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    before, after, code = (int(v) for v in done.stdout.split())
+    assert before == 0 and after > 1000 and code == 0, done.stdout
