@@ -163,14 +163,7 @@ class BrokerController(Service):
         self.transaction_check = TransactionalMessageCheckService(
             self.ctx, self.transactions, invoke_oneway=self.server.invoke_oneway
         )
-        self.slave_sync = SlaveSynchronize(
-            self.ctx.topics,
-            self.ctx.groups,
-            self.ctx.offsets,
-            self._install_delay_offsets,
-            client_config=settings.client,
-        )
-        self.offset_catch_up = self._build_offset_catch_up()
+        self.slave_sync, self.offset_catch_up = self._build_offset_exchange()
         self.registrar = BrokerRegistrar(
             settings.broker,
             self.ctx.topics,
@@ -194,9 +187,17 @@ class BrokerController(Service):
             self.ctx.offsets, cfg.flush_consumer_offset_interval
         )
 
-    def _build_offset_catch_up(self) -> SlaveOffsetCatchUp:
-        # Masters only: a slave's offsets come from its master (SlaveSynchronize).
+    def _build_offset_exchange(self) -> tuple[SlaveSynchronize, SlaveOffsetCatchUp]:
+        """A slave copies its master's metadata; a master learns its slaves' offsets."""
         cfg = self.settings.broker
+        slave_sync = SlaveSynchronize(
+            self.ctx.topics,
+            self.ctx.groups,
+            self.ctx.offsets,
+            self._install_delay_offsets,
+            client_config=self.settings.client,
+        )
+        # Rounds on masters only: a slave's offsets come from its master (slave_sync).
         catch_up = SlaveOffsetCatchUp(
             broker_name=cfg.broker_name,
             namesrv_addrs=lambda: cfg.namesrv_addr_list,
@@ -208,7 +209,7 @@ class BrokerController(Service):
             client_config=self.settings.client,
         )
         self.ha.set_slave_listener(catch_up.on_slave_connected if catch_up.enabled else None)
-        return catch_up
+        return slave_sync, catch_up
 
     def _build_context(self, root: Path) -> BrokerContext:
         cfg = self.settings.broker
