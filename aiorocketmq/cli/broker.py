@@ -39,7 +39,12 @@ from aiorocketmq.broker.controller import BrokerController
 from aiorocketmq.common.properties_file import parse_properties_bytes
 from aiorocketmq.common.settings import ConfigError
 from aiorocketmq.remoting.tls import tls_file_properties
-from aiorocketmq.runtime import run, serve_until_stopped, setup_logging
+from aiorocketmq.runtime import (
+    freeze_startup_objects,
+    run,
+    serve_until_stopped,
+    setup_logging,
+)
 
 __all__ = ["build_parser", "load_settings", "local_address", "main"]
 
@@ -133,6 +138,7 @@ async def _serve(
     except Exception as exc:
         log.error("broker failed to start: %s", exc)
         return EXIT_START_FAILED
+    freeze_startup_objects()
     # The one machine-readable line: tests and launchers wait for it.
     print(
         f"mqbroker ready address={controller.address} name={settings.broker.broker_name} "

@@ -49,7 +49,12 @@ from aiorocketmq.namesrv.config import (
 from aiorocketmq.namesrv.server import NamesrvController
 from aiorocketmq.remoting.config import RemotingServerConfig
 from aiorocketmq.remoting.tls import tls_file_properties
-from aiorocketmq.runtime import run, serve_until_stopped, setup_logging
+from aiorocketmq.runtime import (
+    freeze_startup_objects,
+    run,
+    serve_until_stopped,
+    setup_logging,
+)
 
 __all__ = ["build_parser", "load_config", "main"]
 
@@ -162,6 +167,7 @@ async def _serve(
     except (OSError, ConfigError) as exc:  # ConfigError: unusable TLS certificates
         log.error("name server failed to start: %s", exc)
         return 1
+    freeze_startup_objects()
     # The one machine-readable line: tests and launchers wait for it.
     print(f"mqnamesrv ready address={controller.address} pid={os.getpid()}", flush=True)
     return await serve_until_stopped(controller, shutdown, controller.fatal)

@@ -22,7 +22,13 @@ from aiorocketmq.runtime.lifecycle import (
     TaskFailure,
 )
 from aiorocketmq.runtime.logging import get_logger, kv, setup_logging
-from aiorocketmq.runtime.loop import install_uvloop, loop_factory, run, serve_until_stopped
+from aiorocketmq.runtime.loop import (
+    freeze_startup_objects,
+    install_uvloop,
+    loop_factory,
+    run,
+    serve_until_stopped,
+)
 
 __all__ = [
     "BackgroundTaskError",
@@ -32,6 +38,7 @@ __all__ = [
     "ServiceState",
     "ServiceStateError",
     "TaskFailure",
+    "freeze_startup_objects",
     "get_logger",
     "install_uvloop",
     "kv",

@@ -109,6 +109,10 @@ async def test_slave_is_byte_identical_after_100k_messages(
     _, namesrv = await start_namesrv(start_process, tmp_path)
     master = await start_broker(start_process, tmp_path, namesrv, "broker-a", **MASTER)
     slave = await start_broker(start_process, tmp_path / "s", namesrv, "broker-a", **SLAVE)
+    # A SYNC_MASTER answers SLAVE_NOT_AVAILABLE until its slave has connected.
+    await wait_until(
+        lambda: _slave_connected(master.addr), timeout=30, what="the slave's HA connection"
+    )
     await _produce_batches(namesrv, "HATopic", 100_000, "m")
     end = await wait_replicated(master.addr, slave.addr)
     assert end > 100_000 * 1024
@@ -127,6 +131,10 @@ async def test_slave_is_byte_identical_after_100k_messages(
     assert _commitlog_digest(_store(master), end) == _commitlog_digest(_store(slave), end)
     master_queues = _queue_files(_store(master), "HATopic")
     assert master_queues and master_queues == _queue_files(_store(slave), "HATopic")
+
+
+async def _slave_connected(master: str) -> bool:
+    return (await runtime_info(master)).get("haSlaveNum") == "1"
 
 
 async def _slave_queue_total(client: RemotingClient, addr: str, topic: str, total: int) -> bool:
