@@ -122,6 +122,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ha_bench.py
 	$(BIN)/python benchmarks/stock_client_bench.py
 	$(BIN)/python benchmarks/client_bench.py
+	$(BIN)/python benchmarks/crash_restart_bench.py
 	$(BIN)/python benchmarks/analytics_bench.py
 
 clean:

@@ -40,7 +40,9 @@ IN_FLIGHT = 4
 READY = re.compile(r"mqbroker ready address=(?P<addr>\S+)")
 NAMESRV_READY = re.compile(r"mqnamesrv ready address=(?P<addr>\S+)")
 SCANNED = re.compile(r"end=(?P<end>\d+) records=(?P<n>\d+)")
-REPLAYED = re.compile(r"replayed (?P<n>\d+) records \((?P<b>\d+) bytes\)")
+REPLAYED = re.compile(
+    r"replayed (?P<n>\d+) records \((?P<b>\d+) bytes\) into the queues in (?P<s>[\d.]+) s"
+)
 
 
 @dataclass
@@ -51,6 +53,7 @@ class Restart:
     scanned: int
     replayed: int
     data_bytes: int
+    replay_seconds: float
 
 
 def start(
@@ -161,7 +164,8 @@ async def one_size(records: int, root: Path) -> None:
         print(
             f"{records:>10,} records  {stored:>10,} sent  {crash.data_bytes / 2**20:>6,.0f} MiB  "
             f"crash restart {crash.seconds:6.2f} s (scanned {crash.scanned:,}, "
-            f"replayed {crash.replayed:,})  clean restart {clean.seconds:6.2f} s "
+            f"replayed {crash.replayed:,} in {crash.replay_seconds:.2f} s)  "
+            f"clean restart {clean.seconds:6.2f} s "
             f"(replayed {clean.replayed:,})",
             flush=True,
         )
@@ -184,6 +188,7 @@ def restart(argv: list[str], log: Path) -> Restart:
         int(scanned["n"]) if scanned else 0,
         int(replayed["n"]) if replayed else 0,
         int(scanned["end"]) if scanned else 0,
+        float(replayed["s"]) if replayed else 0.0,
     )
 
 

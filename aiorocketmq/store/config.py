@@ -142,7 +142,7 @@ class MessageStoreConfig(BaseModel):
     )
     flush_consume_queue_thorough_interval: int = _ms(60_000, "Full ConsumeQueue flush interval")
     checkpoint_flush_interval: int = Field(
-        3_000,
+        1_000,
         ge=0,
         description="aiorocketmq: a full ConsumeQueue flush and a checkpoint at least this "
         "often (ms), so a crash replays seconds of traffic rather than up to "

@@ -44,6 +44,9 @@ class FlushConsumeQueueService(Service):
         least_pages: ``flushConsumeQueueLeastPages``.
         thorough_interval_ms: ``flushConsumeQueueThoroughInterval``.
         clock: monotonic time for the thorough interval.
+        flush_index: msyncs the index file being written and returns the store time
+            it now covers, which the checkpoint's ``indexMsgTimestamp`` takes (RocketMQ
+            moves it only when a file fills); None leaves the index alone.
 
     Attributes:
         full_flushes: full flushes done (each followed by a checkpoint write).
@@ -59,6 +62,7 @@ class FlushConsumeQueueService(Service):
         least_pages: int = 2,
         thorough_interval_ms: int = 60_000,
         clock: Clock | None = None,
+        flush_index: Callable[[], Awaitable[int]] | None = None,
     ) -> None:
         super().__init__("flush-consume-queue")
         self._cq_table = cq_table
@@ -68,6 +72,7 @@ class FlushConsumeQueueService(Service):
         self._least_pages = least_pages
         self._thorough_ms = thorough_interval_ms
         self._clock: Clock = clock if clock is not None else SystemClock()
+        self._flush_index = flush_index
         self._last_thorough_ms = self._clock.monotonic_ms()
         self.full_flushes = 0
 
@@ -91,6 +96,11 @@ class FlushConsumeQueueService(Service):
     async def _checkpoint_after_full_flush(self, logics_timestamp: int) -> None:
         if logics_timestamp > 0:
             self._checkpoint.logics_msg_timestamp = logics_timestamp
+        if self._flush_index is not None:
+            index_timestamp = await self._flush_index()
+            self._checkpoint.index_msg_timestamp = max(
+                self._checkpoint.index_msg_timestamp, index_timestamp
+            )
         self.full_flushes += 1
         await self._write_checkpoint()
 

@@ -88,6 +88,10 @@ CHUNK_RECORDS: Final = 1024
 put or pull waits behind a large backlog (about 10 ms of work)."""
 
 _CHUNK_SECONDS: Final = 0.001
+_REPLAY_CHUNK_SECONDS: Final = 0.05
+_REPLAY_CHUNK_RECORDS: Final = 16_384
+"""Before the store serves, nothing waits behind the start-time replay: it goes in
+large chunks (fewer slices, scanners and index batches per record)."""
 """A chunk also ends once it took this long (checked every 32 records): the loop-lag
 budget, whatever the records cost."""
 
@@ -148,6 +152,8 @@ class ReputMessageService(Service):
         self._flags = flags if flags is not None else RunningFlags()
         self._stats = stats if stats is not None else StoreStats()
         self._chunk = max(chunk_records, 1)
+        self._serving_chunk = self._chunk
+        self._chunk_s = _CHUNK_SECONDS
         self._slave = config.broker_role is BrokerRole.SLAVE
         self._index_enabled = config.message_index_enable
         self._delays_ms = parse_delay_levels(config.message_delay_level)
@@ -237,8 +243,12 @@ class ReputMessageService(Service):
             StoreError: the service stopped (or its loop died) first.
         """
         began = time.monotonic()
-        if not await self.wait_dispatched(offset):
-            raise StoreError("the start-time redispatch did not finish")
+        self._chunk_s, self._chunk = _REPLAY_CHUNK_SECONDS, max(self._chunk, _REPLAY_CHUNK_RECORDS)
+        try:
+            if not await self.wait_dispatched(offset):
+                raise StoreError("the start-time redispatch did not finish")
+        finally:
+            self._chunk_s, self._chunk = _CHUNK_SECONDS, self._serving_chunk
         log.info(
             "replayed %d records (%d bytes) into the queues in %.2f s",
             self._stats.dispatched_messages - self._replay_counted,
@@ -345,7 +355,7 @@ class ReputMessageService(Service):
             self.reput_from = base
             scanner = RecordScanner(selected.view)
             budget = self._chunk
-            deadline = perf_counter() + _CHUNK_SECONDS
+            deadline = perf_counter() + self._chunk_s
             done: list[DispatchRequest] = []
             ends: list[int] = []
             outcome: str | _NeedFile | None = None

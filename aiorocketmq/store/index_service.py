@@ -115,10 +115,15 @@ class IndexService(Service):
     def load_blocking(self, last_exit_ok: bool, index_msg_timestamp: int) -> list[Path]:
         """Map the index files, oldest first; after a crash, drop the unsafe ones.
 
-        After an abnormal exit, every file whose endTimestamp is later than the
-        checkpoint's ``indexMsgTimestamp`` is deleted (usually the one being
-        written); recovery re-indexes from its start point. Names that are not
-        all digits are skipped with a warning, as RocketMQ does.
+        After an abnormal exit, every file that began after the checkpoint's
+        ``indexMsgTimestamp`` is deleted; recovery re-indexes from before that time.
+        RocketMQ also deletes the file being written (its end is past the
+        checkpoint), losing every key in it that the replay does not reach again;
+        ours keeps it: its entries up to the checkpoint are on disk (the store flushes
+        it with every checkpoint), the replay adds the keys after its header's end,
+        and what an OS crash left half-written there can only cut a hash chain
+        short (a query then misses keys; nothing breaks). Names that are not all
+        digits are skipped with a warning, as RocketMQ does.
 
         Returns:
             The paths deleted.
@@ -135,7 +140,7 @@ class IndexService(Service):
                     continue
                 path = self.directory / name
                 index = IndexFile.open_blocking(path, self.hash_slot_num, self.index_num)
-                if not last_exit_ok and index.end_timestamp > index_msg_timestamp:
+                if not last_exit_ok and index.begin_timestamp > index_msg_timestamp:
                     index.mapped.shutdown()
                     index.mapped.delete_blocking()
                     deleted.append(path)
@@ -223,6 +228,40 @@ class IndexService(Service):
             if not index.put_key(key, request.commit_log_offset, request.store_timestamp):
                 return put
         return len(keys)
+
+    def drop_beyond_blocking(self, end_offset: int) -> list[Path]:
+        """Delete the newest files that index messages at or past ``end_offset`` (load
+        phase, after recovery cut a torn CommitLog tail: their keys point at nothing,
+        and new messages there would be taken for indexed already)."""
+        deleted: list[Path] = []
+        while self._files and self._files[-1].end_phy_offset >= end_offset > 0:
+            index = self._files.pop()
+            index.mapped.shutdown()
+            index.mapped.delete_blocking()
+            deleted.append(index.mapped.path)
+        if deleted:
+            log.warning("deleted %d index file(s) past the recovered CommitLog end", len(deleted))
+        return deleted
+
+    async def flush_current(self) -> int:
+        """msync the newest file (and the one before, whose flush may still be under way).
+
+        Returns:
+            A store time every key up to which is now on disk (0: no file); the
+            checkpoint's ``indexMsgTimestamp`` may move to it.
+        """
+        files = self._files[-2:]
+        if not files:
+            return 0
+        stamp = files[-1].end_timestamp  # read before the msync: covered by it
+        for index in files:
+            if not index.mapped.hold():
+                return 0  # being deleted: claim nothing this time
+            try:
+                await self._executor.run(index.flush_blocking)
+            finally:
+                index.mapped.release()
+        return stamp
 
     # -- new files ---------------------------------------------------------------------
 

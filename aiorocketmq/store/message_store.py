@@ -147,6 +147,7 @@ class MessageStore(Service):
             interval_ms=config.flush_interval_consume_queue,
             least_pages=config.flush_consume_queue_least_pages,
             thorough_interval_ms=config.full_cq_flush_interval_ms, clock=self.clock,
+            flush_index=self.index_service.flush_current if config.message_index_enable else None,
         )  # fmt: skip
         # Deletions get a pool of their own: unlinking a 1 GiB file must not delay a flush.
         self._clean_executor = BlockingExecutor("store-clean", 1)

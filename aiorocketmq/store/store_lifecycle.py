@@ -186,4 +186,6 @@ def load_store_blocking(
     checkpoint.index_msg_timestamp = stored.index_msg_timestamp
     deleted = index_service.load_blocking(last_exit_ok, checkpoint.index_msg_timestamp)
     report = recover_blocking(config, commit_log, cq_table, checkpoint, last_exit_ok=last_exit_ok)
+    if not last_exit_ok:
+        deleted += index_service.drop_beyond_blocking(report.commit_log_end_offset)
     return LoadResult(last_exit_ok, report, queues, deleted)

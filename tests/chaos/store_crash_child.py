@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -62,7 +63,19 @@ def verify(store: MessageStore, ledger: list[list[int]]) -> str | None:
             record = decode_record(result.messages[0])
             if record.body != body_of(seq):
                 return f"ack seq={seq} has a different body"
-    return check_commit_log(store) or check_consume_queues(store)
+    return check_commit_log(store) or check_consume_queues(store) or check_index(store, ledger)
+
+
+def check_index(store: MessageStore, ledger: list[list[int]]) -> str | None:
+    """The key of every acknowledged message is found by a query (the latest 300, where
+    a crash leaves the index half-written, and 200 older ones at random)."""
+    recent = ledger[-300:]
+    older = random.sample(ledger[:-300], min(200, max(len(ledger) - 300, 0)))
+    for seq, _queue_id, _queue_offset in recent + older:
+        with store.query_message(TOPIC, f"k{seq}", 8, 0, 2**62) as found:
+            if found.message_count < 1:
+                return f"ack seq={seq}: key k{seq} not found by a query"
+    return None
 
 
 def check_commit_log(store: MessageStore) -> str | None:

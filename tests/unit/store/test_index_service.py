@@ -182,6 +182,29 @@ async def test_load_after_a_crash_drops_unsafe_files(
     assert [p.name for p in deleted] == [writer.files[2].file_name]
     assert [f.end_timestamp for f in crashed.files] == ends[:2]
     crashed.close()
+    # A file the checkpoint covers in part is kept (RocketMQ deletes it, and with it every
+    # key the replay does not reach again); only the one that began after it goes.
+    ahead = IndexService(config, executor)
+    assert ahead.load_blocking(last_exit_ok=False, index_msg_timestamp=T0 + 2500) == []
+    assert [f.end_timestamp for f in ahead.files] == ends[:2]
+    ahead.close()
+
+
+async def test_flush_current_and_drop_beyond(tmp_path: Path, executor: BlockingExecutor) -> None:
+    """flush_current reports the time its msync covered; after recovery cut a torn
+    tail, files indexing messages past the new end go."""
+    config = small_config(tmp_path, max_index_num=3)
+    service = IndexService(config, executor, clock=ManualClock(T0))
+    assert await service.flush_current() == 0, "no file yet"
+    for n in range(4):
+        await build(service, request(n * 10, keys="k", ts=T0 + n * 1000))
+    assert await service.flush_current() == T0 + 3000
+    assert service.drop_beyond_blocking(31) == []
+    first, second = service.files
+    assert [p.name for p in service.drop_beyond_blocking(30)] == [second.file_name]
+    assert service.files == [first] and not second.mapped.path.exists()
+    await service.shutdown()
+    service.close()
 
 
 async def test_disabled_index_builds_nothing(tmp_path: Path, executor: BlockingExecutor) -> None:

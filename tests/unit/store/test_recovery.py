@@ -179,6 +179,7 @@ async def test_abnormal_exit_starts_at_the_checkpointed_file(
     second_first_time = next(iter_records(files[1].buffer)).store_timestamp
     checkpoint = StoreCheckpoint(written.config.checkpoint_path)
     checkpoint.physic_msg_timestamp = checkpoint.logics_msg_timestamp = second_first_time + 3000
+    checkpoint.index_msg_timestamp = second_first_time + 3000
     report = recover_blocking(written.config, commit_log, table, checkpoint, last_exit_ok=False)
     assert report.scan_start_offset == files[1].file_from_offset
     after = [
@@ -207,12 +208,33 @@ async def test_crash_scan_checks_crc_only_after_the_checkpoint(
         holder.buffer[offset - holder.file_from_offset + 200] ^= 0x01  # inside the body
     checkpoint = StoreCheckpoint(written.config.checkpoint_path)
     checkpoint.physic_msg_timestamp = checkpoint.logics_msg_timestamp = BASE_TIME + 60 + 3000
+    checkpoint.index_msg_timestamp = BASE_TIME + 60 + 3000
     report = recover_blocking(written.config, commit_log, table, checkpoint, last_exit_ok=False)
     assert report.first_unchecked_offset == written.records[61][0]
     assert report.commit_log_end_offset == torn[0], "the bad CRC after the checkpoint cuts"
     assert report.stop_reason == "corrupt" and "crc" in report.stop_detail.lower()
     assert vouched[0] in valid_offsets(commit_log), "the vouched record is kept"
     assert report.redispatch_from == written.records[61][0]
+    await close(commit_log, table)
+
+
+async def test_an_older_index_time_moves_the_replay_back(
+    tmp_path: Path, executor: BlockingExecutor
+) -> None:
+    """The index's durable time counts too (RocketMQ: only with messageIndexSafe): the
+    replay must reach every key the crash may have lost; without an index it does not."""
+    written = await write_store(tmp_path, executor, 200)  # store times BASE_TIME + i
+    checkpoint = StoreCheckpoint(written.config.checkpoint_path)
+    checkpoint.physic_msg_timestamp = checkpoint.logics_msg_timestamp = BASE_TIME + 150 + 3000
+    checkpoint.index_msg_timestamp = BASE_TIME + 100  # RocketMQ takes no margin off this one
+    commit_log, table = reload(written.config, executor)
+    report = recover_blocking(written.config, commit_log, table, checkpoint, last_exit_ok=False)
+    assert report.redispatch_from == written.records[101][0]
+    await close(commit_log, table)
+    no_index = written.config.model_copy(update={"message_index_enable": False})
+    commit_log, table = reload(no_index, executor)
+    report = recover_blocking(no_index, commit_log, table, checkpoint, last_exit_ok=False)
+    assert report.redispatch_from == written.records[151][0]
     await close(commit_log, table)
 
 
