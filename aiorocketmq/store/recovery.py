@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aiorocketmq.common.constants import MESSAGE_MAGIC_CODE
-from aiorocketmq.common.message_codec import RecordScanner
+from aiorocketmq.common.constants import MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
+from aiorocketmq.common.message_codec import MIN_RECORD_SIZE, RecordScanner
 from aiorocketmq.common.record_view import StopReason
 from aiorocketmq.store.checkpoint import StoreCheckpoint
 from aiorocketmq.store.commit_log import CommitLog
@@ -67,6 +67,10 @@ _FIRST_RECORD = struct.Struct(">ii")
 _SYSFLAG_AT = 36
 _BORN_V6 = 0x10
 _ZERO_SCAN_CHUNK = 1 << 22
+_INT = struct.Struct(">i")
+_LONG = struct.Struct(">q")
+_STAMP_AT, _STAMP_AT_V6 = 56, 68  # STORETIMESTAMP with an IPv4 / IPv6 born host
+_MAGICS = (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)
 
 
 @dataclass(slots=True)
@@ -197,9 +201,8 @@ def _first_store_timestamp(mapped: MappedFile) -> int | None:
     _size, magic = _FIRST_RECORD.unpack_from(buf, 0)
     if magic != MESSAGE_MAGIC_CODE:
         return None
-    (sys_flag,) = struct.unpack_from(">i", buf, _SYSFLAG_AT)
-    at = 68 if sys_flag & _BORN_V6 else 56
-    (stamp,) = struct.unpack_from(">q", buf, at)
+    (sys_flag,) = _INT.unpack_from(buf, _SYSFLAG_AT)
+    (stamp,) = _LONG.unpack_from(buf, _STAMP_AT_V6 if sys_flag & _BORN_V6 else _STAMP_AT)
     return int(stamp)
 
 
@@ -230,21 +233,28 @@ def _scan(
 def _skip_checkpointed(
     mapped: MappedFile, check_crc: bool, limit: int, report: RecoveryReport
 ) -> RecordScanner:
-    """Walk the records the checkpoint vouches for without their CRC; return a scanner
-    (with CRC as configured) from the first record stored after ``limit``.
+    """Walk the records the checkpoint vouches for by their sizes alone; return a
+    scanner (with CRC as configured) from the first record stored after ``limit``.
 
-    Those records were flushed before the checkpoint was written, so no torn write
-    can hide among them: their CRC would only cost time (a third of the scan).
+    Those records were flushed before the checkpoint was written: no torn write can
+    hide among them, so neither their CRC nor their inner lengths are worth checking
+    (the walk reads three fields a record instead of decoding it, most of the scan).
+    Anything but a plain record (a BLANK, the written end, damage) hands over to the
+    full scanner there, which says what it is.
     """
-    fast = RecordScanner(mapped.buffer, 0, mapped.file_size, check_crc=False)
-    for record in fast:
-        if record.store_timestamp > limit:
-            report.first_unchecked_offset = mapped.file_from_offset + record.position
-            return RecordScanner(
-                mapped.buffer, record.position, mapped.file_size, check_crc=check_crc
-            )
+    buf, size, pos = mapped.buffer, mapped.file_size, 0
+    head, flag, stamp = _FIRST_RECORD.unpack_from, _INT.unpack_from, _LONG.unpack_from
+    while pos + MIN_RECORD_SIZE <= size:
+        total, magic = head(buf, pos)
+        if magic not in _MAGICS or not MIN_RECORD_SIZE <= total <= size - pos:
+            break
+        born_v6 = flag(buf, pos + _SYSFLAG_AT)[0] & _BORN_V6
+        if stamp(buf, pos + (_STAMP_AT_V6 if born_v6 else _STAMP_AT))[0] > limit:
+            report.first_unchecked_offset = mapped.file_from_offset + pos
+            break
         report.records_scanned += 1
-    return fast
+        pos += total
+    return RecordScanner(buf, pos, size, check_crc=check_crc)
 
 
 def _cut_commit_log(commit_log: CommitLog, report: RecoveryReport) -> None:
