@@ -59,7 +59,10 @@ class ProcessQueue:
         self.msg_count = 0
         self.msg_size = 0
         self.queue_offset_max = 0
-        self.dropped = False
+        # Set whenever messages leave (or the queue is dropped): a pull loop held back
+        # by flow control waits on it instead of polling every 50 ms as Java does.
+        self._room = asyncio.Event()
+        self._dropped = False
         self.locked = False
         self.last_lock_timestamp = _now_ms()
         self.last_pull_timestamp = _now_ms()
@@ -67,6 +70,30 @@ class ProcessQueue:
         self.consuming = False
         self.try_unlock_times = 0
         self.consume_lock = asyncio.Lock()
+
+    @property
+    def dropped(self) -> bool:
+        """The queue went to another consumer (or was reset): its pulls stop."""
+        return self._dropped
+
+    @dropped.setter
+    def dropped(self, value: bool) -> None:
+        self._dropped = value
+        if value:
+            self._room.set()
+
+    async def wait_for_room(self, timeout_s: float) -> None:
+        """Wait until messages leave or the queue is dropped, at most ``timeout_s``.
+
+        Flow control's wait: the caller checks its limits again afterwards. There is
+        no await between that check and this call, so no wake-up can be missed.
+        """
+        self._room.clear()
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._room.wait()
+        except TimeoutError:
+            pass
 
     def info(self, commit_offset: int) -> ProcessQueueInfo:
         """Java's ``fillProcessQueueInfo`` (timestamps turned into wall-clock ms)."""
@@ -162,6 +189,7 @@ class ProcessQueue:
             if gone is not None:
                 self.msg_count -= 1
                 self.msg_size -= len(gone.body)
+        self._room.set()
         first = self._min_offset()
         return self.queue_offset_max + 1 if first is None else first
 
@@ -193,6 +221,7 @@ class ProcessQueue:
         self.msg_count -= len(self._consuming)
         self.msg_size -= sum(len(m.body) for m in self._consuming.values())
         self._consuming.clear()
+        self._room.set()
         return offset
 
     def make_message_to_consume_again(self, msgs: Iterable[MessageExt]) -> None:
@@ -209,3 +238,4 @@ class ProcessQueue:
         self._heap.clear()
         self._consuming.clear()
         self.msg_count = self.msg_size = self.queue_offset_max = 0
+        self._room.set()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from aiorocketmq.client.errors import MQClientError
 from aiorocketmq.client.offset_store import ReadOffsetType
@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 __all__ = ["PullMessageService"]
 
 log = logging.getLogger(__name__)
+
+_FLOW_CONTROL_WAIT_S: Final = 1.0
+"""Longest wait of a queue held back by flow control: it is woken as soon as messages
+leave its process queue; the bound only covers limits changed from elsewhere."""
 
 
 class PullMessageService:
@@ -85,7 +89,7 @@ class PullMessageService:
         while consumer.is_running() and not pq.dropped:
             pq.last_pull_timestamp = int(time.monotonic() * 1000)
             if self._must_wait(pq):
-                await asyncio.sleep(0.05)
+                await pq.wait_for_room(_FLOW_CONTROL_WAIT_S)
                 continue
             if consumer.orderly and not previously_locked:
                 if not pq.locked:

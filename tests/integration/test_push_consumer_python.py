@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import threading
@@ -352,3 +353,43 @@ async def test_namesrv_addr_from_the_environment_and_message_keywords(
     monkeypatch.delenv("NAMESRV_ADDR")
     with pytest.raises(ValueError, match="NAMESRV_ADDR"):
         Producer("PG-env")
+
+
+async def test_flow_control_holds_pulls_back_and_consuming_wakes_them(
+    start_process: StartProcess, tmp_path: Path
+) -> None:
+    """A queue at pullThresholdForQueue stops pulling; each consumed message wakes its
+    pull loop (an event, not Java's 50 ms poll), and everything is consumed in the end."""
+    _, namesrv = await start_namesrv(start_process, tmp_path)
+    await start_broker(start_process, tmp_path, namesrv, "broker-a")
+    keys = [f"f{i}" for i in range(120)]
+    await send_keys(namesrv, "PyFlow", keys)
+    gate, seen, most_held = asyncio.Event(), Counter[str](), [0]
+    config = FIRST.model_copy(update={"pull_threshold_for_queue": 5, "pull_batch_size": 4})
+    consumer = PushConsumer("CG-flow", config=config, client_config=client(namesrv, "flow"))
+    consumer.subscribe("PyFlow", "*")
+
+    async def listener(msgs: list[MessageExt], _ctx: object) -> None:
+        await gate.wait()
+        seen.update(k for m in msgs for k in m.keys)
+        most_held[0] = max(most_held[0], *flow_held(consumer))
+
+    consumer.register_message_listener(listener)
+    async with consumer:
+        await wait_until(
+            lambda: len(held := flow_held(consumer)) == 4 and min(held) >= 5,
+            timeout=30,
+            what="every queue held back at its threshold",
+        )
+        held = flow_held(consumer)
+        assert max(held) <= 5 + 4, held  # the pull that crossed the line was the last
+        gate.set()
+        await wait_until(lambda: set(seen) == set(keys), timeout=30, what="all consumed")
+    assert seen == Counter(keys)
+    assert most_held[0] <= 5 + 4
+
+
+def flow_held(consumer: PushConsumer) -> list[int]:
+    """Messages each PyFlow queue holds (the group's retry queue left out)."""
+    table = consumer.rebalance.process_queue_table
+    return [pq.msg_count for mq, pq in table.items() if mq.topic == "PyFlow"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -72,3 +74,23 @@ def test_lock_expiry_and_clear() -> None:
     pq.put_messages([msg(7)])
     pq.clear()
     assert (pq.msg_count, pq.msg_size, pq.has_temp_message()) == (0, 0, False)
+
+
+async def test_flow_control_waits_end_when_messages_leave_or_the_queue_drops() -> None:
+    """No 50 ms polling: a held-back pull loop is woken by the consume that made room."""
+    pq = ProcessQueue()
+    pq.put_messages([msg(o) for o in range(3)])
+    loop = asyncio.get_running_loop()
+    for make_room in (
+        lambda: pq.remove_messages([msg(0)]),
+        lambda: setattr(pq, "dropped", True),
+        pq.clear,
+    ):
+        waiting = asyncio.ensure_future(pq.wait_for_room(30))
+        await asyncio.sleep(0)  # the waiter is parked on the event now
+        assert not waiting.done()
+        loop.call_soon(make_room)
+        await asyncio.wait_for(waiting, 5)  # woken, far before its 30 s bound
+    started = loop.time()
+    await pq.wait_for_room(0.05)  # nothing happens: the bound ends it
+    assert loop.time() - started >= 0.04
