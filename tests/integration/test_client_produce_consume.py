@@ -99,6 +99,15 @@ async def test_sends_move_to_the_other_broker_when_one_is_killed(
     async with Producer("PG", client_config=_client(namesrv, "producer")) as producer:
         before = await _send_all(producer, "FailTopic", [f"before-{i}" for i in range(200)])
         assert {r.message_queue.broker_name for r in before} == {"broker-a", "broker-b"}
+
+        async def on_both() -> bool:
+            await producer.instance.update_topic_route("FailTopic")  # not the 30 s timer
+            queues = await producer.fetch_publish_message_queues("FailTopic")
+            return {mq.broker_name for mq in queues} == {"broker-a", "broker-b"}
+
+        # Each broker registers the auto-created topic on its own: a route refresh can
+        # land between the two and leave only broker-a to retry on (failed once in CI).
+        await wait_until(on_both, timeout=30, what="FailTopic routed to both brokers")
         a.proc.kill()
         after = await _send_all(producer, "FailTopic", [f"after-{i}" for i in range(300)])
         assert all(r.status is SendStatus.SEND_OK for r in after)
