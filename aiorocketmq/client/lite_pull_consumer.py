@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import time
 from collections.abc import Iterable, Mapping
 
 from aiorocketmq.client.allocate import AllocateStrategy, allocate_averagely
@@ -51,11 +50,16 @@ from aiorocketmq.client.offset_store import (
     LocalFileOffsetStore,
     ReadOffsetType,
     RemoteBrokerOffsetStore,
+    new_offset_store,
 )
 from aiorocketmq.client.process_queue import ProcessQueue
 from aiorocketmq.client.publish_info import route_to_subscribe_info
 from aiorocketmq.client.pull_wrapper import PullAPIWrapper
-from aiorocketmq.client.rebalance import RebalanceImpl, compute_pull_from_where
+from aiorocketmq.client.rebalance import (
+    RebalanceImpl,
+    compute_pull_from_where,
+    consume_timestamp_or_default,
+)
 from aiorocketmq.common.message import MessageExt, MessageQueue
 from aiorocketmq.common.protocol_bodies import (
     ConsumeFromWhere,
@@ -185,7 +189,12 @@ class LitePullConsumer(InstanceMember):
             raise ClientStateError("subscribe or assign before start")
         instance = await self._acquire()
         try:
-            self._offsets = self._make_offset_store(instance)
+            self._offsets, self._executor = new_offset_store(
+                instance,
+                self.group,
+                broadcasting=self.model is MessageModel.BROADCASTING,
+                directory=self.config.offset_store_dir,
+            )
             await self._offsets.load()
         except BaseException:
             await instance.unregister_consumer(self.group)
@@ -208,22 +217,10 @@ class LitePullConsumer(InstanceMember):
     def _register(self, instance: ClientInstance) -> bool:
         return instance.register_consumer(self.group, self)
 
-    def _make_offset_store(
-        self, instance: ClientInstance
-    ) -> RemoteBrokerOffsetStore | LocalFileOffsetStore:
-        if self.model is MessageModel.BROADCASTING:
-            self._executor = BlockingExecutor(f"offsets-{self.group}")
-            return LocalFileOffsetStore(
-                self.config.offset_store_dir, instance.client_id, self.group, self._executor
-            )
-        return RemoteBrokerOffsetStore(instance, self.group)
-
     def _make_rebalance(
         self, instance: ClientInstance, store: RemoteBrokerOffsetStore | LocalFileOffsetStore
     ) -> RebalanceImpl:
-        timestamp = self.config.consume_timestamp_ms
-        if timestamp is None:
-            timestamp = int(time.time() * 1000) - 30 * 60 * 1000
+        timestamp = consume_timestamp_or_default(self.config.consume_timestamp_ms)
         rebalance = RebalanceImpl(
             instance,
             self.group,
@@ -446,7 +443,7 @@ class LitePullConsumer(InstanceMember):
             await self.offset_store.persist(mq)
             self.offset_store.remove_offset(mq)
         where = ConsumeFromWhere[self.config.consume_from_where]
-        timestamp = self.config.consume_timestamp_ms or int(time.time() * 1000) - 30 * 60 * 1000
+        timestamp = consume_timestamp_or_default(self.config.consume_timestamp_ms)
         for mq in sorted(self._assigned - set(fetcher.queues)):
             offset = await compute_pull_from_where(mq, where, self.offset_store, self, timestamp)
             if offset >= 0:

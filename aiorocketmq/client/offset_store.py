@@ -47,12 +47,28 @@ __all__ = [
     "RemoteBrokerOffsetStore",
     "decode_offsets_json",
     "encode_offsets_json",
+    "new_offset_store",
 ]
 
 log = logging.getLogger(__name__)
 
 OFFSET_REQUEST_TIMEOUT_MS: Final = 5_000
 """Java's RemoteBrokerOffsetStore uses 5 s for offset requests."""
+
+
+def new_offset_store(
+    instance: ClientInstance, group: str, *, broadcasting: bool, directory: Path
+) -> tuple[RemoteBrokerOffsetStore | LocalFileOffsetStore, BlockingExecutor | None]:
+    """A consumer's offset store: a local file in BROADCASTING, the brokers otherwise.
+
+    Returns:
+        The store, and the executor a local file store writes through (the consumer
+        shuts it down after the store's last persist); None for the brokers' store.
+    """
+    if broadcasting:
+        executor = BlockingExecutor(f"offsets-{group}")
+        return LocalFileOffsetStore(directory, instance.client_id, group, executor), executor
+    return RemoteBrokerOffsetStore(instance, group), None
 
 
 class ReadOffsetType(enum.Enum):

@@ -39,6 +39,7 @@ from aiorocketmq.client.offset_store import (
     LocalFileOffsetStore,
     ReadOffsetType,
     RemoteBrokerOffsetStore,
+    new_offset_store,
 )
 from aiorocketmq.client.publish_info import route_to_subscribe_info
 from aiorocketmq.client.pull_wrapper import PullAPIWrapper, build_pull_sys_flag
@@ -111,13 +112,12 @@ class PullConsumer(InstanceMember):
         instance = await self._acquire()
         self._instance = instance
         self._wrapper = PullAPIWrapper(instance, self.group, self.config.unit_mode)
-        if self.config.message_model == "BROADCASTING":
-            self._executor = BlockingExecutor(f"offsets-{self.group}")
-            self._offsets = LocalFileOffsetStore(
-                self.config.offset_store_dir, instance.client_id, self.group, self._executor
-            )
-        else:
-            self._offsets = RemoteBrokerOffsetStore(instance, self.group)
+        self._offsets, self._executor = new_offset_store(
+            instance,
+            self.group,
+            broadcasting=self.config.message_model == "BROADCASTING",
+            directory=self.config.offset_store_dir,
+        )
         await self._offsets.load()
 
     async def shutdown(self) -> None:

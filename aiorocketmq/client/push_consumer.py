@@ -73,11 +73,12 @@ from aiorocketmq.client.offset_store import (
     LocalFileOffsetStore,
     ReadOffsetType,
     RemoteBrokerOffsetStore,
+    new_offset_store,
 )
 from aiorocketmq.client.process_queue import REBALANCE_LOCK_INTERVAL_MS, ProcessQueue
 from aiorocketmq.client.pull_service import PullMessageService
 from aiorocketmq.client.pull_wrapper import PullAPIWrapper
-from aiorocketmq.client.rebalance import RebalanceImpl
+from aiorocketmq.client.rebalance import RebalanceImpl, consume_timestamp_or_default
 from aiorocketmq.client.stats import ConsumerStatsManager
 from aiorocketmq.common.constants import retry_topic
 from aiorocketmq.common.message import MessageExt, MessageQueue
@@ -250,7 +251,12 @@ class PushConsumer(InstanceMember):
             raise ClientStateError("subscribe to at least one topic before start")
         instance = await self._acquire()
         try:
-            self._offsets = self._make_offset_store(instance)
+            self._offsets, self._executor = new_offset_store(
+                instance,
+                self.group,
+                broadcasting=self.model is MessageModel.BROADCASTING,
+                directory=self.config.offset_store_dir,
+            )
             await self._offsets.load()
         except BaseException:  # e.g. an unreadable offsets file: leave nothing registered
             await instance.unregister_consumer(self.group)
@@ -280,22 +286,10 @@ class PushConsumer(InstanceMember):
     def _register(self, instance: ClientInstance) -> bool:
         return instance.register_consumer(self.group, self)
 
-    def _make_offset_store(
-        self, instance: ClientInstance
-    ) -> RemoteBrokerOffsetStore | LocalFileOffsetStore:
-        if self.model is MessageModel.BROADCASTING:
-            self._executor = BlockingExecutor(f"offsets-{self.group}")
-            return LocalFileOffsetStore(
-                self.config.offset_store_dir, instance.client_id, self.group, self._executor
-            )
-        return RemoteBrokerOffsetStore(instance, self.group)
-
     def _make_rebalance(
         self, instance: ClientInstance, store: RemoteBrokerOffsetStore | LocalFileOffsetStore
     ) -> RebalanceImpl:
-        timestamp = self.config.consume_timestamp_ms
-        if timestamp is None:
-            timestamp = int(time.time() * 1000) - 30 * 60 * 1000
+        timestamp = consume_timestamp_or_default(self.config.consume_timestamp_ms)
         rebalance = RebalanceImpl(
             instance,
             self.group,

@@ -51,6 +51,7 @@ __all__ = [
     "RebalanceHost",
     "RebalanceImpl",
     "compute_pull_from_where",
+    "consume_timestamp_or_default",
     "diff_queues",
 ]
 
@@ -77,6 +78,14 @@ class RebalanceHost(QueueOffsets, Protocol):
 
     def dispatch_pull_request(self, mq: MessageQueue, pq: ProcessQueue, next_offset: int) -> None:
         """Start pulling ``mq`` into ``pq`` from ``next_offset``."""
+
+
+def consume_timestamp_or_default(timestamp_ms: int | None) -> int:
+    """CONSUME_FROM_TIMESTAMP's time: the configured one, or Java's default of half an
+    hour before now."""
+    if timestamp_ms is None:
+        return int(time.time() * 1000) - 30 * 60 * 1000
+    return timestamp_ms
 
 
 async def compute_pull_from_where(
