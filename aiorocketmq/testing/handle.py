@@ -25,10 +25,16 @@ from aiorocketmq.deploy.layout import Layout, load_layout
 
 __all__ = ["SMALL_FILES", "ClusterFactory", "ClusterHandle", "NodeInfo"]
 
-#: Broker settings the fixture applies first (yours win): 4 MiB CommitLog files and
-#: 6,000-entry ConsumeQueue files, so a test cluster starts fast and stays small.
+#: Broker settings the fixture applies first (yours win): 4 MiB CommitLog files,
+#: 6,000-entry ConsumeQueue files and ~0.5 MiB index files (all are fallocated), so a
+#: test cluster starts fast and stays small on disk.
 SMALL_FILES: Mapping[str, object] = MappingProxyType(
-    {"mappedFileSizeCommitLog": 4 * 1024 * 1024, "mappedFileSizeConsumeQueue": 6_000 * 20}
+    {
+        "mappedFileSizeCommitLog": 4 * 1024 * 1024,
+        "mappedFileSizeConsumeQueue": 6_000 * 20,
+        "maxHashSlotNum": 5_000,
+        "maxIndexNum": 20_000,
+    }
 )
 
 

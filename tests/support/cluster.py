@@ -57,10 +57,14 @@ BROKER_READY = (
 
 StartProcess = Callable[..., ManagedProcess]
 
-#: Small files so tests stay light: 4 MiB CommitLog files, 6,000-entry queues.
+#: Small files so tests stay light: 4 MiB CommitLog files, 6,000-entry queues, and
+#: ~0.5 MiB index files (the default 420 MB ones are fallocated, so every broker a test
+#: starts would take that much real disk).
 SMALL_FILES: Mapping[str, Any] = {
     "mappedFileSizeCommitLog": 4 * 1024 * 1024,
     "mappedFileSizeConsumeQueue": 6_000 * 20,
+    "maxHashSlotNum": 5_000,
+    "maxIndexNum": 20_000,
 }
 
 
