@@ -68,7 +68,7 @@ def test_every_shipped_broker_file_uses_rocketmq_keys(name: str) -> None:
     known = {
         "brokerClusterName", "brokerName", "brokerId", "brokerRole", "flushDiskType",
         "listenPort", "haListenPort", "deleteWhen", "fileReservedTime", "slaveReadEnable",
-        "mappedFileSizeCommitLog",
+        "mappedFileSizeCommitLog", "maxHashSlotNum", "maxIndexNum",
     }  # fmt: skip
     files = list((REPO / "aiorocketmq" / "deploy" / "layouts" / name).glob("broker-*.properties"))
     assert files
