@@ -23,7 +23,7 @@ CHROMIUM := /usr/bin/chromium
 NODE_DIR   := tests/interop/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed
 
-.PHONY: run test lint bench clean interop-deps compose-check browser
+.PHONY: run test lint bench clean interop-deps compose-check browser proto
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -92,7 +92,12 @@ lint: $(STAMP)
 		aiorocketmq/cli/broker.py aiorocketmq/admin aiorocketmq/cli/admin.py aiorocketmq/cli/admin_help.py \
 		aiorocketmq/cli/shutdown.py aiorocketmq/client \
 		aiorocketmq/deploy aiorocketmq/testing aiorocketmq/cli/cluster.py aiorocketmq/dashboard \
-		aiorocketmq/bench aiorocketmq/cli/bench.py
+		aiorocketmq/bench aiorocketmq/cli/bench.py aiorocketmq/proxy
+
+## proto: regenerate aiorocketmq/proxy/v2/*_pb2.py(i) from the committed apache/rocketmq-apis
+## protos (grpcio-tools, a dev dependency); the generated modules are committed
+proto: $(STAMP)
+	$(BIN)/python -m aiorocketmq.proxy.codegen
 
 ## interop-deps: ali-ons for tests/interop when npm exists (CI has Node); idempotent
 interop-deps:
