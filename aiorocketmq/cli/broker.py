@@ -40,6 +40,7 @@ from aiorocketmq.common.properties_file import parse_properties_bytes
 from aiorocketmq.common.settings import ConfigError
 from aiorocketmq.remoting.tls import tls_file_properties
 from aiorocketmq.runtime import (
+    announce_ready,
     freeze_startup_objects,
     run,
     serve_until_stopped,
@@ -140,10 +141,9 @@ async def _serve(
         return EXIT_START_FAILED
     freeze_startup_objects()
     # The one machine-readable line: tests and launchers wait for it.
-    print(
+    announce_ready(
         f"mqbroker ready address={controller.address} name={settings.broker.broker_name} "
-        f"id={settings.broker.broker_id} pid={os.getpid()}",
-        flush=True,
+        f"id={settings.broker.broker_id} pid={os.getpid()}"
     )
     return await serve_until_stopped(controller, shutdown, controller.fatal)
 

@@ -50,6 +50,7 @@ from aiorocketmq.namesrv.server import NamesrvController
 from aiorocketmq.remoting.config import RemotingServerConfig
 from aiorocketmq.remoting.tls import tls_file_properties
 from aiorocketmq.runtime import (
+    announce_ready,
     freeze_startup_objects,
     run,
     serve_until_stopped,
@@ -169,7 +170,7 @@ async def _serve(
         return 1
     freeze_startup_objects()
     # The one machine-readable line: tests and launchers wait for it.
-    print(f"mqnamesrv ready address={controller.address} pid={os.getpid()}", flush=True)
+    announce_ready(f"mqnamesrv ready address={controller.address} pid={os.getpid()}")
     return await serve_until_stopped(controller, shutdown, controller.fatal)
 
 

@@ -78,6 +78,15 @@ class NamesrvConfig(BaseModel):
             "0 turns it off, -1 picks a free port (logged)."
         ),
     )
+    route_by_client_network: bool = Field(
+        False,
+        description=(
+            "aiorocketmq: answer a client on one of the name server's own networks (or on "
+            "loopback) each broker at the address its registration came from, everyone "
+            "else brokerIP1 (namesrv/client_network.py): for Docker bridge networks, "
+            "where host clients and containers reach a broker at different addresses."
+        ),
+    )
     broker_scan_interval_millis: int = Field(
         10_000, ge=1, description="aiorocketmq: period of the broker expiry scan (ms); Java: 10 s."
     )

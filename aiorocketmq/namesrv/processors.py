@@ -45,6 +45,7 @@ from aiorocketmq.common.route import (
     TopicRouteData,
 )
 from aiorocketmq.common.settings import ConfigError, model_keys, validate_settings
+from aiorocketmq.namesrv.client_network import BrokerAddressBook, LocalNetworks
 from aiorocketmq.namesrv.config import NamesrvConfig
 from aiorocketmq.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
 from aiorocketmq.namesrv.route_info import RouteInfoManager
@@ -139,8 +140,16 @@ class NamesrvProcessors:
         self.route_info = route_info
         self.kv_config = kv_config
         self._config_text = config_text or (lambda: format_properties(config.model_dump()))
-        self._route_cache: dict[tuple[str, bool], bytes] = {}
-        self._route_cache_key = (-1, -1)
+        self._route_cache: dict[tuple[str, bool, bool], bytes] = {}
+        self._route_cache_key = (-1, -1, -1)
+        #: Second broker addresses for clients on our own networks (routeByClientNetwork).
+        self.address_book = BrokerAddressBook(LocalNetworks())
+
+    def _local_client(self, conn: Conn) -> bool:
+        """Whether ``conn``'s peer is answered broker addresses on our networks."""
+        return self.config.route_by_client_network and self.address_book.for_peer(
+            conn.remote_address
+        )
 
     def register(self, table: ProcessorTable) -> None:
         """Put every handler into ``table``."""
@@ -227,7 +236,12 @@ class NamesrvProcessors:
             filter_server_list=filter_servers,
             channel=conn,
         )
-        reply = RegisterBrokerResponseHeader(result.ha_server_addr, result.master_addr)
+        master = result.master_addr
+        if self.config.route_by_client_network:
+            self.address_book.learn(header.broker_addr, conn.remote_address)
+            if master and self._local_client(conn):
+                master = self.address_book.address(master)
+        reply = RegisterBrokerResponseHeader(result.ha_server_addr, master)
         orders = self.kv_config.get_kv_list_by_namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
         body = b"" if orders is None else orders.encode()
         return req.response_to(_SUCCESS, ext_fields=reply.to_ext_fields(), body=body)
@@ -291,22 +305,29 @@ class NamesrvProcessors:
 
     # -- routes --------------------------------------------------------------------
 
-    def get_route_info_by_topic(self, _conn: Conn, req: Req) -> Req:
+    def get_route_info_by_topic(self, conn: Conn, req: Req) -> Req:
         """GET_ROUTEINFO_BY_TOPIC: the route in the JSON form the client reads."""
         header = GetRouteInfoRequestHeader.from_ext_fields(req.ext_fields)
         standard = wants_standard_json(req, header.accept_standard_json_only)
-        body = self.route_body(header.topic, standard)
+        body = self.route_body(header.topic, standard, self._local_client(conn))
         if body is None:
             raise ProcessorError(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(header.topic))
         return req.response_to(_SUCCESS, body=body)
 
-    def route_body(self, topic: str, standard_json: bool) -> bytes | None:
-        """The encoded route of ``topic`` (cached), or None when there is none."""
-        key = (self.route_info.generation, self.kv_config.generation)
+    def route_body(self, topic: str, standard_json: bool, local: bool = False) -> bytes | None:
+        """The encoded route of ``topic`` (cached), or None when there is none.
+
+        ``local``: with the brokers' addresses on our networks (routeByClientNetwork).
+        """
+        key = (
+            self.route_info.generation,
+            self.kv_config.generation,
+            self.address_book.generation,
+        )
         if key != self._route_cache_key:
             self._route_cache.clear()
             self._route_cache_key = key
-        cached = self._route_cache.get((topic, standard_json))
+        cached = self._route_cache.get((topic, standard_json, local))
         if cached is not None:
             return cached
         route = self.route_info.pickup_topic_route_data(topic)
@@ -314,14 +335,18 @@ class NamesrvProcessors:
             return None
         if self.config.order_message_enable:
             route.order_topic_conf = self.kv_config.get(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
+        if local:
+            route = self.address_book.route(route)
         body = route.encode(standard_json)
         if len(self._route_cache) < ROUTE_CACHE_MAX_ENTRIES:
-            self._route_cache[(topic, standard_json)] = body
+            self._route_cache[(topic, standard_json, local)] = body
         return body
 
-    def get_broker_cluster_info(self, _conn: Conn, req: Req) -> Req:
+    def get_broker_cluster_info(self, conn: Conn, req: Req) -> Req:
         """GET_BROKER_CLUSTER_INFO: every broker and cluster."""
         info = self.route_info.get_all_cluster_info()
+        if self._local_client(conn):
+            info = self.address_book.cluster(info)
         return req.response_to(_SUCCESS, body=info.encode(wants_standard_json(req, None)))
 
     def wipe_write_perm_of_broker(self, conn: Conn, req: Req) -> Req:

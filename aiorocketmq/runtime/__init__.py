@@ -23,6 +23,7 @@ from aiorocketmq.runtime.lifecycle import (
 )
 from aiorocketmq.runtime.logging import get_logger, kv, setup_logging
 from aiorocketmq.runtime.loop import (
+    announce_ready,
     freeze_startup_objects,
     install_uvloop,
     loop_factory,
@@ -38,6 +39,7 @@ __all__ = [
     "ServiceState",
     "ServiceStateError",
     "TaskFailure",
+    "announce_ready",
     "freeze_startup_objects",
     "get_logger",
     "install_uvloop",

@@ -20,10 +20,12 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import signal
 import time
 import warnings
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from aiorocketmq.runtime.lifecycle import Service
@@ -203,6 +205,32 @@ def freeze_startup_objects() -> None:
     """
     gc.collect()
     gc.freeze()
+
+
+READY_FILE_ENV = "AIOROCKETMQ_READY_FILE"
+"""Names a file that ``announce_ready`` also writes the ready line to (the container
+healthcheck reads the role and the address the node really bound from it)."""
+
+
+def announce_ready(line: str, environ: Mapping[str, str] | None = None) -> None:
+    """Print a daemon's one machine-readable ready line, and write it to the file
+    ``$AIOROCKETMQ_READY_FILE`` names, if any.
+
+    The file is replaced whole (written beside it, then renamed), so a reader never
+    sees half a line. A file that cannot be written is logged, not fatal: the node
+    serves either way, only a healthcheck that reads the file would fail.
+    """
+    print(line, flush=True)
+    target = (os.environ if environ is None else environ).get(READY_FILE_ENV)
+    if not target:
+        return
+    path = Path(target)
+    temp = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        temp.write_text(line + "\n", "utf-8")
+        temp.replace(path)
+    except OSError as exc:
+        logger.warning("cannot write the ready file", extra={"path": target, "error": str(exc)})
 
 
 async def serve_until_stopped(
