@@ -169,6 +169,25 @@ class BrokerConfig(BaseModel):
             "metricsPromExporterPort default); 0 turns it off, -1 picks a free port (logged)."
         ),
     )
+    grpc_listen_port: int = Field(
+        0,
+        ge=-1,
+        le=65535,
+        description=(
+            "aiorocketmq: port of RocketMQ 5's gRPC messaging endpoint (the proxy in local "
+            "mode, aiorocketmq.proxy; RocketMQ 5's grpcServerPort is 8081); 0 turns it off, "
+            "-1 picks a free port (the ready line says which)."
+        ),
+    )
+    pop_auto_renew_invisible_time_millis: int = Field(
+        60_000,
+        ge=10_000,
+        description=(
+            "aiorocketmq: invisible time of a message received by a push consumer over gRPC "
+            "(auto_renew; RocketMQ 5's defaultInvisibleTimeMills). It is not renewed: a "
+            "listener slower than this sees the message again."
+        ),
+    )
     short_polling_time_mills: int = Field(
         1_000, ge=0, description="Hold of a pull when long polling is off (ms)."
     )

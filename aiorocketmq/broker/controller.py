@@ -129,6 +129,9 @@ class BrokerController(Service):
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
         self.fatal = asyncio.Event()
+        # Services started after the broker's own parts and stopped before them, by a
+        # higher layer (the gRPC proxy in local mode: broker never imports it).
+        self.extensions: list[Service] = []
         self._executor = BlockingExecutor("broker-config", max_workers=1)
         store_kwargs: dict[str, Any] = {"clock": self.clock}
         if total_physical_memory is not None:
@@ -387,11 +390,15 @@ class BrokerController(Service):
         self.periodic(
             CLIENT_SCAN_INTERVAL_MS / 1000, self.scan_not_active_channels, name="client-scan"
         )
+        for extension in self.extensions:
+            await extension.start()
         await self.registrar.start()
 
     async def on_shutdown(self) -> None:
         """Unregister, stop serving, stop the store, persist the tables."""
         await self.metrics.shutdown()
+        for extension in reversed(self.extensions):
+            await extension.shutdown()
         await self.registrar.shutdown()
         await self.server.shutdown()
         await self.hold.shutdown()

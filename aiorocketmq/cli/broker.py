@@ -38,6 +38,7 @@ from aiorocketmq.broker.config import BrokerSettings, load_broker_settings, rend
 from aiorocketmq.broker.controller import BrokerController
 from aiorocketmq.common.properties_file import parse_properties_bytes
 from aiorocketmq.common.settings import ConfigError
+from aiorocketmq.proxy.server import GrpcProxy
 from aiorocketmq.remoting.tls import tls_file_properties
 from aiorocketmq.runtime import (
     announce_ready,
@@ -134,6 +135,11 @@ async def _serve(
     controller = BrokerController(settings)
     # UPDATE_BROKER_CONFIG persists to the -c file, as Java's Configuration.persist.
     controller.broker_config.config_path = config_path
+    proxy = None
+    if settings.broker.grpc_listen_port != 0:
+        # RocketMQ 5's proxy in local mode: the gRPC endpoint in this process.
+        proxy = GrpcProxy(controller)
+        controller.extensions.append(proxy)
     try:
         await controller.start()
     except Exception as exc:
@@ -141,9 +147,10 @@ async def _serve(
         return EXIT_START_FAILED
     freeze_startup_objects()
     # The one machine-readable line: tests and launchers wait for it.
+    grpc = f" grpc={controller.ctx.store_host[0]}:{proxy.port}" if proxy is not None else ""
     announce_ready(
         f"mqbroker ready address={controller.address} name={settings.broker.broker_name} "
-        f"id={settings.broker.broker_id} pid={os.getpid()}"
+        f"id={settings.broker.broker_id} pid={os.getpid()}{grpc}"
     )
     return await serve_until_stopped(controller, shutdown, controller.fatal)
 

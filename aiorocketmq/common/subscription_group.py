@@ -62,9 +62,20 @@ class SubscriptionGroupConfig:
     broker_id: int = 0
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
+    consume_message_orderly: bool = False
+    """RocketMQ 5's ``consumeMessageOrderly``: gRPC (POP) consumers of the group get
+    FIFO delivery, one batch in flight per queue. Not in 4.9: written only when set,
+    so a 4.9 group's JSON is unchanged."""
 
     def to_json_dict(self) -> JsonDict:
         """Fields in fastjson's (alphabetical) order."""
+        doc = self._json_4_9()
+        if self.consume_message_orderly:
+            doc = {"consumeMessageOrderly": True, **doc}
+            doc = dict(sorted(doc.items()))
+        return doc
+
+    def _json_4_9(self) -> JsonDict:
         return {
             "brokerId": self.broker_id,
             "consumeBroadcastEnable": self.consume_broadcast_enable,
@@ -93,6 +104,7 @@ class SubscriptionGroupConfig:
             notify_consumer_ids_changed_enable=fj.get_bool(
                 obj, "notifyConsumerIdsChangedEnable", True
             ),
+            consume_message_orderly=fj.get_bool(obj, "consumeMessageOrderly", False),
         )
 
     def encode(self) -> bytes:
