@@ -99,8 +99,10 @@ lint: $(STAMP)
 proto: $(STAMP)
 	$(BIN)/python -m aiorocketmq.proxy.codegen
 
-## interop-deps: ali-ons for tests/interop when npm exists (CI has Node); idempotent
-interop-deps:
+## interop-deps: ali-ons for tests/interop when npm exists (CI has Node), and the official
+## RocketMQ 5 Python SDK in its own venv (.venv-rmq5; tests/interop/rmq5); idempotent
+interop-deps: $(STAMP)
+	$(BIN)/python tests/interop/rmq5/sdk_venv.py
 	@if command -v npm >/dev/null 2>&1; then \
 		$(MAKE) --no-print-directory $(NODE_STAMP); \
 	else \

@@ -53,6 +53,7 @@ __all__ = [
 NAMESRV_READY = r"mqnamesrv ready address=(?P<addr>\S+) pid=(?P<pid>\d+)"
 BROKER_READY = (
     r"mqbroker ready address=(?P<addr>\S+) name=(?P<name>\S+) id=(?P<id>\d+) pid=(?P<pid>\d+)"
+    r"(?: grpc=(?P<grpc>\S+))?"
 )
 
 StartProcess = Callable[..., ManagedProcess]
@@ -76,6 +77,14 @@ class BrokerProcess:
     addr: str
     name: str
     config: Path
+
+    @property
+    def grpc(self) -> str:
+        """``host:port`` of its gRPC v2 endpoint (start it with ``grpcListenPort=-1``)."""
+        endpoint = self.proc.groups.get("grpc")
+        if not endpoint:
+            raise RuntimeError(f"{self.name} serves no gRPC endpoint")
+        return endpoint
 
 
 def broker_properties(

@@ -1,0 +1,220 @@
+"""The official RocketMQ 5 Python SDK (PyPI ``rocketmq-python-client`` 5.1.2, in its own
+venv) against real ``mqnamesrv`` + ``mqbroker`` processes serving gRPC v2 beside
+remoting: it produces and consumes (SimpleConsumer, PushConsumer), and the same
+messages cross between the two protocols through one store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aiorocketmq.client.config import ClientConfig
+from aiorocketmq.client.producer import Producer
+from aiorocketmq.common.message import Message
+from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
+from aiorocketmq.remoting.codes import RequestCode
+from aiorocketmq.remoting.command import RemotingCommand
+from tests.interop.rmq5.sdk_venv import DRIVER, ensure_sdk_python
+from tests.support.cluster import (
+    BrokerProcess,
+    broker_request,
+    create_topic,
+    start_broker,
+    start_namesrv,
+)
+from tests.support.consume import pull_keys
+from tests.support.procs import ManagedProcess
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
+
+_SDK_TIMEOUT_S = 120
+
+
+@pytest.fixture(scope="module")
+def sdk_python() -> Path:
+    return ensure_sdk_python()
+
+
+async def sdk(python: Path, home: Path, *args: str) -> dict[str, Any]:
+    """Run one driver subcommand in the SDK's venv; its JSON result."""
+    proc = await asyncio.create_subprocess_exec(
+        str(python),
+        str(DRIVER),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "HOME": str(home)},  # the SDK logs under ~/logs
+    )
+    try:
+        async with asyncio.timeout(_SDK_TIMEOUT_S):
+            out, err = await proc.communicate()
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
+    assert proc.returncode == 0, f"sdk {args[0]} failed:\n{err.decode()[-3000:]}"
+    return dict(json.loads(out.decode().strip().splitlines()[-1]))
+
+
+async def _cluster(
+    start_process: Callable[..., ManagedProcess], tmp_path: Path, **settings: Any
+) -> tuple[str, BrokerProcess]:
+    _, namesrv = await start_namesrv(start_process, tmp_path)
+    broker = await start_broker(
+        start_process, tmp_path, namesrv, grpcListenPort=-1, metricsPort=0, **settings
+    )
+    return namesrv, broker
+
+
+def _client(namesrv: str) -> ClientConfig:
+    return ClientConfig(namesrv_addr=namesrv, client_ip="127.0.0.1", instance_name="remoting")
+
+
+async def test_sdk_produces_and_simple_consumes_and_remoting_reads_the_same(
+    start_process: Callable[..., ManagedProcess], tmp_path: Path, sdk_python: Path
+) -> None:
+    namesrv, broker = await _cluster(start_process, tmp_path)
+    await create_topic(broker.addr, "V5Topic")
+    endpoint = broker.grpc
+    sent = await sdk(
+        sdk_python, tmp_path, "produce", "--endpoint", endpoint, "--topic", "V5Topic",
+        "--count", "5",
+    )  # fmt: skip
+    ids = [s["id"] for s in sent["sent"]]
+    got = await sdk(
+        sdk_python, tmp_path, "simple", "--endpoint", endpoint, "--topic", "V5Topic",
+        "--group", "GID_simple", "--expect", "5",
+    )  # fmt: skip
+    received = got["received"]
+    assert sorted(m["id"] for m in received) == sorted(ids)  # each once: acked, none back
+    for message in received:
+        i = message["body"][1:]
+        assert message["tag"] == "TagA" and message["keys"] == [f"key-m{i}"]
+        assert message["properties"] == {"index": i} and message["attempt"] == 1
+    # One store, two protocols: our remoting client reads what the SDK wrote.
+    keys = await pull_keys(_client(namesrv), "GID_remoting_reader", "V5Topic")
+    assert sorted(keys) == [f"key-m{i}" for i in range(5)]
+
+
+async def test_remoting_producer_writes_what_the_sdk_receives(
+    start_process: Callable[..., ManagedProcess], tmp_path: Path, sdk_python: Path
+) -> None:
+    namesrv, broker = await _cluster(start_process, tmp_path)
+    await create_topic(broker.addr, "FromRemoting")
+    async with Producer("PG_v4", client_config=_client(namesrv)) as producer:
+        for i in range(3):
+            message = Message(topic="FromRemoting", body=f"v4-{i}".encode())
+            message.tags = "TagV4"
+            message.keys = [f"k4-{i}"]
+            message.properties["origin"] = "remoting"
+            await producer.send(message)
+    got = await sdk(
+        sdk_python, tmp_path, "simple", "--endpoint", broker.grpc, "--topic", "FromRemoting",
+        "--group", "GID_from_v4", "--expect", "3",
+    )  # fmt: skip
+    received = sorted(got["received"], key=lambda m: m["body"])
+    assert [m["body"] for m in received] == ["v4-0", "v4-1", "v4-2"]
+    assert {m["tag"] for m in received} == {"TagV4"}
+    assert [m["keys"] for m in received] == [["k4-0"], ["k4-1"], ["k4-2"]]
+    assert all(m["properties"] == {"origin": "remoting"} for m in received)
+    assert all(len(m["id"]) == 32 for m in received)  # the 4.x client's UNIQ_KEY
+
+
+async def test_change_invisible_duration_brings_a_message_back_not_early(
+    start_process: Callable[..., ManagedProcess], tmp_path: Path, sdk_python: Path
+) -> None:
+    _, broker = await _cluster(start_process, tmp_path)
+    await create_topic(broker.addr, "Redeliver")
+    await sdk(
+        sdk_python, tmp_path, "produce", "--endpoint", broker.grpc, "--topic", "Redeliver",
+        "--count", "2",
+    )  # fmt: skip
+    got = await sdk(
+        sdk_python, tmp_path, "simple", "--endpoint", broker.grpc, "--topic", "Redeliver",
+        "--group", "GID_redeliver", "--expect", "4", "--mode", "redeliver", "--invisible", "10",
+    )  # fmt: skip
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for message in got["received"]:
+        by_id.setdefault(message["id"], []).append(message)
+    assert len(by_id) == 2
+    for deliveries in by_id.values():
+        assert [m["attempt"] for m in deliveries] == [1, 2]
+        # Made invisible for 1 s by change_invisible_duration: never back earlier.
+        assert deliveries[1]["received_at"] - deliveries[0]["received_at"] >= 0.95
+
+
+async def test_fifo_messages_arrive_in_order_for_an_orderly_group(
+    start_process: Callable[..., ManagedProcess], tmp_path: Path, sdk_python: Path
+) -> None:
+    _, broker = await _cluster(start_process, tmp_path)
+    await create_topic(broker.addr, "Fifo")
+    group = SubscriptionGroupConfig("GID_fifo", consume_message_orderly=True)
+    await broker_request(
+        broker.addr,
+        RemotingCommand.request(
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=group.encode()
+        ),
+    )
+    await sdk(
+        sdk_python, tmp_path, "produce", "--endpoint", broker.grpc, "--topic", "Fifo",
+        "--count", "6", "--kind", "fifo", "--group", "order-7",
+    )  # fmt: skip
+    got = await sdk(
+        sdk_python, tmp_path, "simple", "--endpoint", broker.grpc, "--topic", "Fifo",
+        "--group", "GID_fifo", "--expect", "6",
+    )  # fmt: skip
+    assert [m["body"] for m in got["received"]] == [f"m{i}" for i in range(6)]
+    assert {m["group"] for m in got["received"]} == {"order-7"}
+
+
+async def test_received_but_unacked_messages_survive_a_broker_restart(
+    start_process: Callable[..., ManagedProcess], tmp_path: Path, sdk_python: Path
+) -> None:
+    namesrv, broker = await _cluster(start_process, tmp_path)
+    await create_topic(broker.addr, "Restart")
+    endpoint = broker.grpc
+    await sdk(
+        sdk_python, tmp_path, "produce", "--endpoint", endpoint, "--topic", "Restart",
+        "--count", "3",
+    )  # fmt: skip
+    held = await sdk(
+        sdk_python, tmp_path, "simple", "--endpoint", endpoint, "--topic", "Restart",
+        "--group", "GID_restart", "--expect", "3", "--mode", "hold", "--invisible", "10",
+    )  # fmt: skip
+    assert len(held["received"]) == 3
+    assert broker.proc.stop() == 0  # SIGTERM: a clean stop
+    port = endpoint.rpartition(":")[2]
+    again = await start_broker(start_process, tmp_path, namesrv, grpcListenPort=port, metricsPort=0)
+    got = await sdk(
+        sdk_python, tmp_path, "simple", "--endpoint", again.grpc, "--topic", "Restart",
+        "--group", "GID_restart", "--expect", "3", "--timeout", "60",
+    )  # fmt: skip
+    received = got["received"]
+    assert sorted(m["id"] for m in received) == sorted(m["id"] for m in held["received"])
+    assert {m["attempt"] for m in received} == {2}
+
+
+async def test_push_consumer_gets_a_failed_message_again(
+    start_process: Callable[..., ManagedProcess], tmp_path: Path, sdk_python: Path
+) -> None:
+    _, broker = await _cluster(start_process, tmp_path)
+    await create_topic(broker.addr, "Push")
+    sent = await sdk(
+        sdk_python, tmp_path, "produce", "--endpoint", broker.grpc, "--topic", "Push",
+        "--count", "3",
+    )  # fmt: skip
+    got = await sdk(
+        sdk_python, tmp_path, "push", "--endpoint", broker.grpc, "--topic", "Push",
+        "--group", "GID_push", "--expect", "3", "--fail-first",
+    )  # fmt: skip
+    attempts: dict[str, list[int]] = {}
+    for message in got["received"]:
+        attempts.setdefault(message["id"], []).append(message["attempt"])
+    assert set(attempts) == {s["id"] for s in sent["sent"]}
+    assert all(a[:2] == [1, 2] for a in attempts.values()), attempts
