@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from aiorocketmq.remoting.headers import (
     ext_bool,
@@ -70,6 +71,15 @@ _SEND_V2_NAMES: dict[str, str] = {
 }
 
 
+#: The booleans every client writes; other spellings go through ``ext_bool``.
+_BOOL_TEXT: Final = {"false": False, "true": True}
+
+
+def _plain_int(text: str) -> bool:
+    """Up to 9 ASCII digits: an int32 that needs none of Java's other checks."""
+    return len(text) < 10 and text.isdigit() and text.isascii()
+
+
 @dataclass(slots=True)
 class SendMessageRequestHeader:
     """SEND_MESSAGE (10), and SEND_MESSAGE_V2 (310) / SEND_BATCH_MESSAGE (320) via ``v2``."""
@@ -97,6 +107,26 @@ class SendMessageRequestHeader:
     @classmethod
     def from_ext_fields_v2(cls, f: Fields) -> SendMessageRequestHeader:
         """Parse the one-letter form of SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE."""
+        # Every single send of every client comes through here: read the usual header
+        # (plain digits, "true"/"false") directly; anything else takes the general
+        # path, which has Java's rules and error texts.
+        try:
+            queue_nums, queue_id, sys_flag, born, flag = f["d"], f["e"], f["f"], f["g"], f["h"]
+            unit_mode, batch = _BOOL_TEXT[f.get("k", "false")], _BOOL_TEXT[f.get("m", "false")]
+            reconsume, max_reconsume = f.get("j", "0"), f.get("l", "0")
+            if (
+                _plain_int(queue_nums) and _plain_int(queue_id) and _plain_int(sys_flag)
+                and _plain_int(flag) and _plain_int(reconsume) and _plain_int(max_reconsume)
+                and len(born) < 19 and born.isdigit() and born.isascii()
+            ):  # fmt: skip
+                return cls(
+                    f["a"], f["b"], f["c"], int(queue_nums), int(queue_id), int(sys_flag),
+                    int(born), int(flag), f.get("i"),
+                    None if "j" not in f else int(reconsume), unit_mode, batch,
+                    None if "l" not in f else int(max_reconsume), f.get("n"),
+                )  # fmt: skip
+        except KeyError:
+            pass  # a required field is missing or a boolean is unusual: say which, below
         return cls._parse(f, _SEND_V2_NAMES)
 
     @classmethod

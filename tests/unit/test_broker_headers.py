@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aiorocketmq.remoting.broker_admin_headers import (
     CreateTopicRequestHeader,
@@ -15,6 +17,7 @@ from aiorocketmq.remoting.broker_admin_headers import (
     ViewMessageRequestHeader,
 )
 from aiorocketmq.remoting.broker_headers import (
+    _SEND_V2_NAMES,
     ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetEarliestMsgStoretimeResponseHeader,
@@ -205,3 +208,82 @@ def test_round_trip(header: Any) -> None:
 def test_create_topic_order_accepts_cpp_style_boolean() -> None:
     fields = CreateTopicRequestHeader("T", "D", 1, 1, 6, "SINGLE_TAG").to_ext_fields()
     assert CreateTopicRequestHeader.from_ext_fields(fields | {"order": "1"}).order is True
+
+
+# The v2 send header has a direct path for the usual texts; the general one (Java's
+# rules and error texts) must give the same header, or the same error, for anything.
+# Examples are usual headers with one field made odd (or dropped), so that every odd
+# value meets the direct path's test with the other fields passing it.
+_V2_ODD_INT = st.one_of(
+    st.sampled_from(["007", "2147483647", "2147483648", "-1", "+1", " 1", "1_0", "", "1.0"]),
+    st.sampled_from(["9223372036854775807", "9223372036854775808", "9999999999999999999"]),
+    st.integers(-(2**63), 2**64).map(str),
+    st.text(alphabet="0123456789\u0663\u00b2 -+", max_size=20),
+)
+_V2_ODD_BOOL = st.sampled_from(["TRUE", "False", "1", "0", " true", "yes", ""])
+_V2_USUAL = st.fixed_dictionaries(
+    {k: st.text(max_size=8) for k in "abc"}
+    | {k: st.integers(0, 999_999_999).map(str) for k in "defh"}
+    | {"g": st.integers(0, 2**62).map(str)},
+    optional={"i": st.text(max_size=8), "n": st.text(max_size=8),
+              "j": st.integers(0, 16).map(str), "l": st.integers(0, 16).map(str),
+              "k": st.sampled_from(["true", "false"]), "m": st.sampled_from(["true", "false"])},
+)  # fmt: skip
+
+
+@st.composite
+def _v2_fields(draw: st.DrawFn) -> dict[str, str]:
+    fields = draw(_V2_USUAL)
+    key = draw(st.sampled_from("abcdefghjklm"))
+    if key in "abc" or (draw(st.booleans()) and key in "defgh"):
+        fields.pop(key, None)
+    else:
+        fields[key] = draw(_V2_ODD_BOOL if key in "km" else _V2_ODD_INT)
+    return fields
+
+
+def _assert_v2_paths_agree(fields: dict[str, str]) -> None:
+    try:
+        expected: object = SendMessageRequestHeader._parse(fields, _SEND_V2_NAMES)
+    except HeaderFieldError as exc:
+        expected = str(exc)
+    try:
+        got: object = SendMessageRequestHeader.from_ext_fields_v2(fields)
+    except HeaderFieldError as exc:
+        got = str(exc)
+    assert got == expected
+
+
+@given(usual=_V2_USUAL, odd=_v2_fields())
+@settings(max_examples=600, deadline=None)
+def test_send_v2_direct_path_equals_the_general_one(
+    usual: dict[str, str], odd: dict[str, str]
+) -> None:
+    _assert_v2_paths_agree(usual)
+    _assert_v2_paths_agree(odd)
+
+
+def test_send_v2_direct_path_at_every_boundary() -> None:
+    usual = {"a": "g", "b": "T", "c": "D", "d": "4", "e": "1", "f": "0", "g": "1", "h": "0"}
+    odd = ["007", "999999999", "1000000000", "2147483647", "2147483648", "-1", "+1", " 1",
+           "1_0", "", "\u0663", "\u00b2", "922337203685477580", "9223372036854775807",
+           "9223372036854775808", "9999999999999999999", "18446744073709551616"]  # fmt: skip
+    for key in "defghjl":
+        for text in odd:
+            _assert_v2_paths_agree(usual | {key: text})
+    for key in "km":
+        for text in ["true", "false", "TRUE", "1", "0", " true", "yes", ""]:
+            _assert_v2_paths_agree(usual | {key: text})
+
+
+def test_send_v2_direct_path_reads_a_usual_header() -> None:
+    fields = {
+        "a": "g", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "0", "g": "1795811054493",
+        "h": "0", "i": "TAGS\x01A", "j": "0", "k": "false", "m": "true", "n": "broker-a",
+    }  # fmt: skip
+    header = SendMessageRequestHeader.from_ext_fields_v2(fields)
+    assert header == SendMessageRequestHeader(
+        "g", "T", "TBW102", 4, 3, 0, 1795811054493, 0, "TAGS\x01A", 0, False, True, None,
+        "broker-a",
+    )  # fmt: skip
+    assert header.to_ext_fields_v2() == fields
