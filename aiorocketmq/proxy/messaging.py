@@ -38,6 +38,7 @@ from aiorocketmq.proxy.clients import LONG_POLLING_MS, ClientRegistry, Subscript
 from aiorocketmq.proxy.convert import check_message, message_type_of, to_stored, to_v2
 from aiorocketmq.proxy.pop import PopRequest, PopService, TagFilter
 from aiorocketmq.proxy.status import PUT_STATUS_CODES, ProxyError, status
+from aiorocketmq.proxy.transactions import ProxyTransactions
 from aiorocketmq.proxy.v2 import definition_pb2 as pb
 from aiorocketmq.proxy.v2 import service_pb2 as rpc
 from aiorocketmq.store.inner_message import MessageExtBrokerInner
@@ -101,6 +102,7 @@ class MessagingActivities:
         self.grpc_port = grpc_port
         self._round_robin = itertools.count()
         self.delay_hook: DelayHook | None = None
+        self.transactions: ProxyTransactions | None = None
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -287,6 +289,13 @@ class MessagingActivities:
             if ctx.config.reject_transaction_message:
                 raise ProxyError(pb.Code.FORBIDDEN, "transaction messages are refused")
             result = await put_half_message(ctx.store, stored)
+            if result.ok and self.transactions is not None:
+                self.transactions.record(
+                    msg.system_properties.message_id,
+                    msg.topic.name,
+                    result.queue_offset,
+                    result.physical_offset,
+                )
         elif kind == pb.MessageType.DELAY and self.delay_hook is not None:
             result = await self.delay_hook(stored, now)
         else:

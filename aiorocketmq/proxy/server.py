@@ -30,6 +30,7 @@ from aiorocketmq.proxy.clients import ClientRegistry, ClientState, merged_settin
 from aiorocketmq.proxy.messaging import CallInfo, MessagingActivities
 from aiorocketmq.proxy.pop import PopService
 from aiorocketmq.proxy.status import ProxyError, status
+from aiorocketmq.proxy.transactions import ProxyTransactions
 from aiorocketmq.proxy.v2 import definition_pb2 as pb
 from aiorocketmq.proxy.v2 import service_pb2 as rpc
 from aiorocketmq.runtime.lifecycle import Service
@@ -84,6 +85,8 @@ class GrpcProxy(Service):
         self.clients = ClientRegistry()
         self.pop = PopService(self._ctx)
         self.activities = MessagingActivities(self._ctx, self.pop, self.clients, 0)
+        self.transactions = ProxyTransactions(self._ctx, controller.transactions, self.clients)
+        self.activities.transactions = self.transactions
         self._server: aio.Server | None = None
         self.port = 0
 
@@ -110,10 +113,13 @@ class GrpcProxy(Service):
         self._server = server
         self.activities.grpc_port = self.port
         self.periodic(_CLIENT_SCAN_S, self._expire_clients, name="grpc-client-scan")
+        # The broker's transaction check reaches gRPC producers through their Telemetry.
+        self._controller.transaction_check.listener.other_producers = self.transactions.check
         log.info("gRPC messaging endpoint listening port=%d", self.port)
 
     async def on_shutdown(self) -> None:
         """End the Telemetry streams and long polls, stop serving, persist POP state."""
+        self._controller.transaction_check.listener.other_producers = None
         self.clients.close_all()
         if self._server is not None:
             await self._server.stop(_SHUTDOWN_GRACE_S)
@@ -147,6 +153,11 @@ class GrpcProxy(Service):
                 rpc.ForwardMessageToDeadLetterQueueResponse,
                 a.forward_message_to_dead_letter_queue,
             ),
+            "EndTransaction": (
+                rpc.EndTransactionRequest,
+                rpc.EndTransactionResponse,
+                self._end_transaction,
+            ),
             "NotifyClientTermination": (
                 rpc.NotifyClientTerminationRequest,
                 rpc.NotifyClientTerminationResponse,
@@ -172,6 +183,11 @@ class GrpcProxy(Service):
             response_serializer=rpc.TelemetryCommand.SerializeToString,
         )
         return grpc.method_handlers_generic_handler(SERVICE_NAME, handlers)
+
+    def _end_transaction(
+        self, req: rpc.EndTransactionRequest, call: CallInfo
+    ) -> Awaitable[rpc.EndTransactionResponse]:
+        return self.transactions.end_transaction(req, f"{call.client_id}@{call.peer[0]}")
 
     def _unary(
         self, name: str, response: type[Message], fn: _Unary

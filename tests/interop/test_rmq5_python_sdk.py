@@ -218,3 +218,30 @@ async def test_push_consumer_gets_a_failed_message_again(
         attempts.setdefault(message["id"], []).append(message["attempt"])
     assert set(attempts) == {s["id"] for s in sent["sent"]}
     assert all(a[:2] == [1, 2] for a in attempts.values()), attempts
+
+
+async def test_transactions_commit_roll_back_and_answer_the_check(
+    start_process: Callable[..., ManagedProcess], tmp_path: Path, sdk_python: Path
+) -> None:
+    _, broker = await _cluster(
+        start_process, tmp_path, transactionTimeOut=500, transactionCheckInterval=300
+    )
+    await create_topic(broker.addr, "Tx")
+    committed = await sdk(
+        sdk_python, tmp_path, "produce", "--endpoint", broker.grpc, "--topic", "Tx",
+        "--count", "2", "--kind", "transaction", "--prefix", "c",
+    )  # fmt: skip
+    # m0, m2: left open and committed by the SDK's checker; m1, m3: rolled back.
+    mixed = await sdk(
+        sdk_python, tmp_path, "produce", "--endpoint", broker.grpc, "--topic", "Tx",
+        "--count", "4", "--kind", "transaction-mixed", "--prefix", "x",
+    )  # fmt: skip
+    open_ids = {mixed["sent"][0]["id"], mixed["sent"][2]["id"]}
+    assert open_ids <= set(mixed["checked"])
+    got = await sdk(
+        sdk_python, tmp_path, "simple", "--endpoint", broker.grpc, "--topic", "Tx",
+        "--group", "GID_tx", "--expect", "4",
+    )  # fmt: skip
+    assert sorted(m["body"] for m in got["received"]) == ["c0", "c1", "x0", "x2"]
+    expected = {s["id"] for s in committed["sent"]} | open_ids
+    assert {m["id"] for m in got["received"]} == expected

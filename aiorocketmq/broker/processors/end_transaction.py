@@ -139,29 +139,40 @@ class EndTransactionProcessor:
     ) -> RemotingCommand | None:
         """One END_TRANSACTION -> its reply, or None (pending state: Java answers nothing)."""
         header = _parse_header(request)
+        outcome = await self.end_transaction(header, conn.remote_address, request.remark)
+        if outcome is None:
+            return None
+        return request.response_to(*outcome)
+
+    async def end_transaction(
+        self, header: EndTransactionRequestHeader, producer: str, remark: str | None = None
+    ) -> tuple[int, str | None] | None:
+        """Commit or roll back one half message: the reply's code and remark, or None
+        for the pending state. Also the gRPC proxy's EndTransaction (``producer`` names
+        the client for the log)."""
         if self._ctx.is_slave:
             log.warning("message store is slave mode, so end transaction is forbidden")
-            return request.response_to(ResponseCode.SLAVE_NOT_AVAILABLE)
+            return ResponseCode.SLAVE_NOT_AVAILABLE, None
         state = header.commit_or_rollback
         if state != _COMMIT:
             # Java logs every state but a plain commit, naming who said what.
             log.warning(
                 "end transaction producer=%s state=%d from_check=%s offset=%d remark=%s",
-                conn.remote_address, state, header.from_transaction_check,
-                header.commit_log_offset, request.remark,
+                producer, state, header.from_transaction_check,
+                header.commit_log_offset, remark,
             )  # fmt: skip
         if state == _NOT:
             return None
         half = self._bridge.look_half_message(header.commit_log_offset)
-        code, remark = _check_prepare_message(half, header)
+        code, check_remark = _check_prepare_message(half, header)
         if code != ResponseCode.SUCCESS or half is None:
-            return request.response_to(code, remark)
+            return code, check_remark
         if state == _COMMIT:
-            code, remark = await self._send_final_message(half, header)
+            code, check_remark = await self._send_final_message(half, header)
             if code != ResponseCode.SUCCESS:
-                return request.response_to(code, remark)
+                return code, check_remark
         await self._bridge.put_op_message(half)
-        return request.response_to(ResponseCode.SUCCESS)
+        return ResponseCode.SUCCESS, None
 
     async def _send_final_message(
         self, half: MessageExt, header: EndTransactionRequestHeader

@@ -174,6 +174,9 @@ class TransactionalMessageCheckListener:
         self._invoke_oneway = invoke_oneway or _connection_oneway
         self.checks_sent = 0
         self.discarded = 0
+        # Asks a producer that has no remoting channel (a gRPC client, through the proxy's
+        # Telemetry stream): ``(group, half message with its real topic) -> asked``.
+        self.other_producers: Callable[[str, MessageExt], Awaitable[bool]] | None = None
 
     async def resolve_half_msg(self, msg: MessageExt) -> bool:
         """``sendCheckMessage``: ask one producer of the group; True when sent."""
@@ -186,6 +189,14 @@ class TransactionalMessageCheckListener:
         group = props.get(_C.PROPERTY_PRODUCER_GROUP)
         channel = self._ctx.producers.available_channel(group) if group else None
         if not isinstance(channel, RemotingConnection) or channel.is_closed:
+            msg.topic, msg.queue_id, msg.store_size = real_topic, real_qid, 0
+            if (
+                group
+                and self.other_producers is not None
+                and await self.other_producers(group, msg)
+            ):
+                self.checks_sent += 1
+                return True
             log.warning("check transaction failed, channel is null. groupId=%s", group)
             return False
         msg.topic, msg.queue_id, msg.store_size = real_topic, real_qid, 0

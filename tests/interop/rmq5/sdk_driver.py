@@ -6,7 +6,8 @@ stock C++ client's of the same name in the project's venv.
 Each subcommand prints one JSON document on stdout as its last line and exits 0,
 or exits 1 with the error on stderr::
 
-    produce  --endpoint E --topic T --count N [--kind normal|fifo|delay|transaction]
+    produce  --endpoint E --topic T --count N
+             [--kind normal|fifo|delay|transaction|transaction-mixed]
              [--tag TAG] [--group MESSAGE_GROUP] [--delay-s S] [--prefix P]
     simple   --endpoint E --topic T --group G --expect N [--invisible S]
              [--mode ack|redeliver|hold] [--timeout S]
@@ -55,12 +56,16 @@ def _view(message: Any) -> dict[str, Any]:
 
 
 class _Commit(TransactionChecker):
+    def __init__(self) -> None:
+        self.checked: list[str] = []
+
     def check(self, message: Message) -> TransactionResolution:
+        self.checked.append(message.message_id)
         return TransactionResolution.COMMIT
 
 
 def produce(args: argparse.Namespace) -> dict[str, Any]:
-    checker = _Commit() if args.kind == "transaction" else None
+    checker = _Commit() if args.kind.startswith("transaction") else None
     producer = Producer(_config(args.endpoint), (args.topic,), checker)
     producer.startup()
     sent = []
@@ -76,16 +81,26 @@ def produce(args: argparse.Namespace) -> dict[str, Any]:
                 message.message_group = args.group
             if args.kind == "delay":
                 message.delivery_timestamp = int(time.time()) + args.delay_s
-            if args.kind == "transaction":
+            if args.kind.startswith("transaction"):
                 transaction = producer.begin_transaction()
                 receipt = producer.send(message, transaction)
-                transaction.commit()
+                if args.kind == "transaction":
+                    transaction.commit()
+                elif i % 2:  # transaction-mixed: odd ones rolled back, even ones left open
+                    transaction.rollback()
             else:
                 receipt = producer.send(message)
             sent.append({"id": receipt.message_id, "sent_at": time.time()})
+        # transaction-mixed: the open ones are committed by the checker when the broker
+        # checks; stay until it did.
+        deadline = time.monotonic() + args.timeout
+        while args.kind == "transaction-mixed" and time.monotonic() < deadline:
+            if checker is not None and len(set(checker.checked)) >= (args.count + 1) // 2:
+                break
+            time.sleep(0.05)
     finally:
         producer.shutdown()
-    return {"sent": sent}
+    return {"sent": sent, "checked": checker.checked if checker is not None else []}
 
 
 def simple(args: argparse.Namespace) -> dict[str, Any]:

@@ -331,3 +331,85 @@ async def test_bad_consumer_requests_get_their_codes(tmp_path: Path) -> None:
         finally:
             await client.close()
             await anonymous.close()
+
+
+async def _end(client: V2Client, sent: pb.Message, resolution: int, source: int = 1) -> int:
+    response = await client.call(
+        "EndTransaction",
+        rpc.EndTransactionRequest(
+            topic=sent.topic,
+            message_id=sent.system_properties.message_id,
+            transaction_id=sent.system_properties.message_id,
+            resolution=resolution,
+            source=source,
+        ),
+    )
+    return int(response.status.code)
+
+
+async def test_transaction_commit_and_rollback(tmp_path: Path) -> None:
+    async with in_process_grpc_broker(tmp_path) as (broker, proxy):
+        broker.ctx.topics.update_topic_config(TopicConfig(TOPIC, 2, 2))
+        client = V2Client(f"127.0.0.1:{proxy.port}")
+        try:
+            kind = pb.MessageType.TRANSACTION
+            committed = v2_message(TOPIC, b"commit", message_type=kind)
+            rolled_back = v2_message(TOPIC, b"rollback", message_type=kind)
+            for message in (committed, rolled_back):
+                response = await _send(client, message)
+                assert response.entries[0].transaction_id == message.system_properties.message_id
+            # Half messages are not visible to consumers.
+            assert _status(await client.receive(_receive_request(poll_s=1))) == pb.Code.MESSAGE_NOT_FOUND
+            assert await _end(client, committed, pb.TransactionResolution.COMMIT) == pb.Code.OK
+            assert await _end(client, rolled_back, pb.TransactionResolution.ROLLBACK) == pb.Code.OK
+            [got] = _messages(await client.receive(_receive_request(poll_s=5)))
+            assert got.body == b"commit"
+            assert await _ack(client, got) == pb.Code.OK
+            assert _status(await client.receive(_receive_request(poll_s=1))) == pb.Code.MESSAGE_NOT_FOUND
+            # Ended once: a second end names no half message any more.
+            assert await _end(client, committed, pb.TransactionResolution.COMMIT) == (
+                pb.Code.INVALID_TRANSACTION_ID
+            )
+            blank = v2_message(TOPIC, b"x", message_id="")
+            assert await _end(client, blank, pb.TransactionResolution.COMMIT) == (
+                pb.Code.INVALID_TRANSACTION_ID
+            )
+        finally:
+            await client.close()
+
+
+async def test_open_transaction_is_checked_over_telemetry(tmp_path: Path) -> None:
+    async with in_process_grpc_broker(
+        tmp_path, transactionTimeOut=200, transactionCheckInterval=200
+    ) as (broker, proxy):
+        broker.ctx.topics.update_topic_config(TopicConfig(TOPIC, 2, 2))
+        client = V2Client(f"127.0.0.1:{proxy.port}")
+        try:
+            stream = client.telemetry()
+            publishing = pb.Settings(
+                client_type=pb.ClientType.PRODUCER,
+                publishing=pb.Publishing(topics=[pb.Resource(name=TOPIC)]),
+            )
+            await stream.write(rpc.TelemetryCommand(settings=publishing))
+            assert (await stream.read()).status.code == pb.Code.OK
+            sent = v2_message(TOPIC, b"orphan", message_type=pb.MessageType.TRANSACTION)
+            await _send(client, sent)
+            command = await stream.read()  # the broker's check, relayed
+            assert command.HasField("recover_orphaned_transaction_command")
+            check = command.recover_orphaned_transaction_command
+            assert check.transaction_id == sent.system_properties.message_id
+            assert check.message.topic.name == TOPIC and check.message.body == b"orphan"
+            assert check.message.system_properties.message_type == pb.MessageType.TRANSACTION
+            end = rpc.EndTransactionRequest(
+                topic=check.message.topic,
+                message_id=check.message.system_properties.message_id,
+                transaction_id=check.transaction_id,
+                resolution=pb.TransactionResolution.COMMIT,
+                source=pb.TransactionSource.SOURCE_SERVER_CHECK,
+            )
+            assert (await client.call("EndTransaction", end)).status.code == pb.Code.OK
+            [got] = _messages(await client.receive(_receive_request(poll_s=5)))
+            assert got.body == b"orphan"
+            await stream.done_writing()
+        finally:
+            await client.close()
