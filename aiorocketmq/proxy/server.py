@@ -26,6 +26,7 @@ from google.protobuf.message import Message
 from grpc import aio
 
 from aiorocketmq.broker.controller import BrokerController
+from aiorocketmq.broker.timer import PROPERTY_TIMER_DELIVER_MS, TimerMessageService
 from aiorocketmq.proxy.clients import ClientRegistry, ClientState, merged_settings
 from aiorocketmq.proxy.messaging import CallInfo, MessagingActivities
 from aiorocketmq.proxy.pop import PopService
@@ -34,6 +35,8 @@ from aiorocketmq.proxy.transactions import ProxyTransactions
 from aiorocketmq.proxy.v2 import definition_pb2 as pb
 from aiorocketmq.proxy.v2 import service_pb2 as rpc
 from aiorocketmq.runtime.lifecycle import Service
+from aiorocketmq.store.inner_message import MessageExtBrokerInner
+from aiorocketmq.store.results import PutMessageResult
 
 __all__ = ["SERVICE_NAME", "GrpcProxy"]
 
@@ -87,6 +90,8 @@ class GrpcProxy(Service):
         self.activities = MessagingActivities(self._ctx, self.pop, self.clients, 0)
         self.transactions = ProxyTransactions(self._ctx, controller.transactions, self.clients)
         self.activities.transactions = self.transactions
+        self.timer = TimerMessageService(self._ctx)
+        self.activities.delay_hook = self._delay
         self._server: aio.Server | None = None
         self.port = 0
 
@@ -95,6 +100,7 @@ class GrpcProxy(Service):
     async def on_start(self) -> None:
         """Replay POP state, then bind and serve."""
         await self.pop.start()
+        await self.timer.start()
         server = aio.server(
             options=[
                 ("grpc.max_receive_message_length", _MAX_INBOUND_BYTES),
@@ -123,6 +129,7 @@ class GrpcProxy(Service):
         self.clients.close_all()
         if self._server is not None:
             await self._server.stop(_SHUTDOWN_GRACE_S)
+        await self.timer.shutdown()
         await self.pop.shutdown()
 
     def _expire_clients(self) -> None:
@@ -183,6 +190,13 @@ class GrpcProxy(Service):
             response_serializer=rpc.TelemetryCommand.SerializeToString,
         )
         return grpc.method_handlers_generic_handler(SERVICE_NAME, handlers)
+
+    async def _delay(self, msg: MessageExtBrokerInner, now_ms: int) -> PutMessageResult:
+        """A DELAY message: parked in the durable timer unless its time has come."""
+        deliver = msg.properties.get(PROPERTY_TIMER_DELIVER_MS, "")
+        if not deliver.isdigit() or int(deliver) <= now_ms:
+            return await self._ctx.store.put_message(msg)
+        return await self.timer.schedule(msg, int(deliver))
 
     def _end_transaction(
         self, req: rpc.EndTransactionRequest, call: CallInfo

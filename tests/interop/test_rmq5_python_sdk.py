@@ -245,3 +245,24 @@ async def test_transactions_commit_roll_back_and_answer_the_check(
     assert sorted(m["body"] for m in got["received"]) == ["c0", "c1", "x0", "x2"]
     expected = {s["id"] for s in committed["sent"]} | open_ids
     assert {m["id"] for m in got["received"]} == expected
+
+
+async def test_delay_messages_arrive_at_their_time_not_before(
+    start_process: Callable[..., ManagedProcess], tmp_path: Path, sdk_python: Path
+) -> None:
+    _, broker = await _cluster(start_process, tmp_path)
+    await create_topic(broker.addr, "Delay")
+    sent = await sdk(
+        sdk_python, tmp_path, "produce", "--endpoint", broker.grpc, "--topic", "Delay",
+        "--count", "2", "--kind", "delay", "--delay-s", "3",
+    )  # fmt: skip
+    got = await sdk(
+        sdk_python, tmp_path, "simple", "--endpoint", broker.grpc, "--topic", "Delay",
+        "--group", "GID_delay", "--expect", "2",
+    )  # fmt: skip
+    received = got["received"]
+    assert {m["id"] for m in received} == {s["id"] for s in sent["sent"]}
+    for message in received:
+        deliver_s = message["delivery_timestamp"] / 1000
+        assert deliver_s >= min(s["sent_at"] for s in sent["sent"]) + 1.5
+        assert message["received_at"] >= deliver_s  # never early

@@ -359,13 +359,19 @@ async def test_transaction_commit_and_rollback(tmp_path: Path) -> None:
                 response = await _send(client, message)
                 assert response.entries[0].transaction_id == message.system_properties.message_id
             # Half messages are not visible to consumers.
-            assert _status(await client.receive(_receive_request(poll_s=1))) == pb.Code.MESSAGE_NOT_FOUND
+            assert (
+                _status(await client.receive(_receive_request(poll_s=1)))
+                == pb.Code.MESSAGE_NOT_FOUND
+            )
             assert await _end(client, committed, pb.TransactionResolution.COMMIT) == pb.Code.OK
             assert await _end(client, rolled_back, pb.TransactionResolution.ROLLBACK) == pb.Code.OK
             [got] = _messages(await client.receive(_receive_request(poll_s=5)))
             assert got.body == b"commit"
             assert await _ack(client, got) == pb.Code.OK
-            assert _status(await client.receive(_receive_request(poll_s=1))) == pb.Code.MESSAGE_NOT_FOUND
+            assert (
+                _status(await client.receive(_receive_request(poll_s=1)))
+                == pb.Code.MESSAGE_NOT_FOUND
+            )
             # Ended once: a second end names no half message any more.
             assert await _end(client, committed, pb.TransactionResolution.COMMIT) == (
                 pb.Code.INVALID_TRANSACTION_ID
@@ -413,3 +419,46 @@ async def test_open_transaction_is_checked_over_telemetry(tmp_path: Path) -> Non
             await stream.done_writing()
         finally:
             await client.close()
+
+
+async def test_delay_message_is_never_early_and_survives_a_restart(tmp_path: Path) -> None:
+    import time
+
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    def at(ms: int) -> Timestamp:
+        return Timestamp(seconds=ms // 1000, nanos=(ms % 1000) * 1_000_000)
+
+    async with in_process_grpc_broker(tmp_path) as (broker, proxy):
+        broker.ctx.topics.update_topic_config(TopicConfig(TOPIC, 2, 2))
+        client = V2Client(f"127.0.0.1:{proxy.port}")
+        try:
+            soon = int(time.time() * 1000) + 1500
+            later = int(time.time() * 1000) + 4000
+            kind = pb.MessageType.DELAY
+            await _send(
+                client, v2_message(TOPIC, b"soon", message_type=kind, delivery_timestamp=at(soon))
+            )
+            await _send(
+                client, v2_message(TOPIC, b"later", message_type=kind, delivery_timestamp=at(later))
+            )
+            assert proxy.timer.pending == 2
+            [got] = _messages(await client.receive(_receive_request(poll_s=10)))
+            assert got.body == b"soon" and time.time() * 1000 >= soon
+            assert got.system_properties.message_type == pb.MessageType.DELAY
+            assert got.system_properties.delivery_timestamp == at(soon)
+            assert await _ack(client, got) == pb.Code.OK
+        finally:
+            await client.close()
+    # "later" is still parked when the broker stops; the restarted timer delivers it.
+    async with in_process_grpc_broker(tmp_path) as (broker, proxy):
+        assert proxy.timer.pending == 1
+        client = V2Client(f"127.0.0.1:{proxy.port}")
+        try:
+            [got] = _messages(await client.receive(_receive_request(poll_s=10)))
+            assert got.body == b"later" and time.time() * 1000 >= later
+            assert await _ack(client, got) == pb.Code.OK
+        finally:
+            await client.close()
+    async with in_process_grpc_broker(tmp_path) as (broker, proxy):
+        assert proxy.timer.pending == 0  # delivered ones are not delivered again
