@@ -6,6 +6,10 @@ subscription's code set holds), ``index_key_hash`` (the IndexFile slot hash of
 ``topic#key``) and ``index_key_hashes``, the same for many keys in one numpy pass
 (the dispatcher hashes a whole chunk's keys at once).
 
+The three hashes have C twins (``_hash_kernels.pyx``), used when built and not
+turned off (``common.kernels``); the functions here named ``py_*`` are the reference,
+and the tests run against both.
+
 Must not: do I/O, or hash anything any other way: the broker's tag filter and the
 IndexFile must agree bit for bit with files and heartbeats written by Java.
 """
@@ -13,18 +17,20 @@ IndexFile must agree bit for bit with files and heartbeats written by Java.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
+
+from aiorocketmq.common.kernels import load_kernel
 
 _MASK32: Final = 0xFFFFFFFF
 _SIGN32: Final = 0x80000000
 _INT_MIN: Final = -0x80000000
 
 
-def java_string_hash(text: str) -> int:
+def py_java_string_hash(text: str) -> int:
     """Return Java's ``text.hashCode()``.
 
     ``h = 31 * h + c`` over the UTF-16 code units of the string, wrapped to a signed
@@ -64,7 +70,7 @@ def tags_code(tags: str | None) -> int:
     return java_string_hash(tags)
 
 
-def index_key_hash(key: str) -> int:
+def py_index_key_hash(key: str) -> int:
     """Return the IndexFile hash of a key (``IndexFile.indexKeyHashMethod``).
 
     Java takes ``Math.abs(key.hashCode())`` and maps the one negative result,
@@ -76,7 +82,7 @@ def index_key_hash(key: str) -> int:
     Returns:
         A value in ``[0, 2**31 - 1]``.
     """
-    h = java_string_hash(key)
+    h = py_java_string_hash(key)
     if h == _INT_MIN:
         return 0
     return -h if h < 0 else h
@@ -97,7 +103,7 @@ def _powers_of_31(n: int) -> npt.NDArray[np.uint64]:
     return table
 
 
-def index_key_hashes(keys: Sequence[str]) -> npt.NDArray[np.int64]:
+def py_index_key_hashes(keys: Sequence[str]) -> npt.NDArray[np.int64]:
     """``index_key_hash`` of every key, in one vectorised pass when all are ASCII.
 
     ``hashCode`` is ``sum(c[i] * 31**(n-1-i))`` mod 2**32; computed mod 2**64 in
@@ -112,7 +118,7 @@ def index_key_hashes(keys: Sequence[str]) -> npt.NDArray[np.int64]:
     count = len(keys)
     joined = "".join(keys)
     if not joined.isascii():
-        return np.fromiter(map(index_key_hash, keys), dtype=np.int64, count=count)
+        return np.fromiter(map(py_index_key_hash, keys), dtype=np.int64, count=count)
     lengths = np.fromiter(map(len, keys), dtype=np.int64, count=count)
     ends = np.cumsum(lengths)
     units = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).astype(np.uint64)
@@ -128,6 +134,29 @@ def index_key_hashes(keys: Sequence[str]) -> npt.NDArray[np.int64]:
     signed = np.where(low >= _SIGN32, low - 0x100000000, low)
     # Math.abs, and abs(Integer.MIN_VALUE) (still negative in Java) taken as 0.
     return np.where(signed == _INT_MIN, 0, np.abs(signed))
+
+
+def _c_index_key_hashes(keys: Sequence[str]) -> npt.NDArray[np.int64]:
+    """``py_index_key_hashes`` by the C kernel: one call, no per-key Python step."""
+    out = np.empty(len(keys), dtype=np.int64)
+    assert _KERNEL is not None
+    _KERNEL.fill_index_key_hashes(keys if isinstance(keys, list) else list(keys), out.data)
+    return out
+
+
+_KERNEL = load_kernel("aiorocketmq.common._hash_kernels")
+#: Java's ``String.hashCode`` (see ``py_java_string_hash``), in C when built.
+java_string_hash: Callable[[str], int] = (
+    _KERNEL.java_string_hash if _KERNEL is not None else py_java_string_hash
+)
+#: The IndexFile hash of one key (see ``py_index_key_hash``), in C when built.
+index_key_hash: Callable[[str], int] = (
+    _KERNEL.index_key_hash if _KERNEL is not None else py_index_key_hash
+)
+#: The IndexFile hashes of many keys (see ``py_index_key_hashes``), in C when built.
+index_key_hashes: Callable[[Sequence[str]], npt.NDArray[np.int64]] = (
+    _c_index_key_hashes if _KERNEL is not None else py_index_key_hashes
+)
 
 
 def index_key(topic: str, key: str) -> str:

@@ -1,18 +1,46 @@
-"""Java String.hashCode, tagsCode and the IndexFile key hash."""
+"""Java String.hashCode, tagsCode and the IndexFile key hash, in C and in Python.
+
+Every hash test runs on both sides: ``hashes`` is the pure-Python reference or the C
+kernel (``_hash_kernels.pyx``), and a last test checks that ``tag_hash`` binds the
+kernel when it is built.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiorocketmq.common.tag_hash import (
-    index_key,
-    index_key_hash,
-    index_key_hashes,
-    java_string_hash,
-    tags_code,
-)
+from aiorocketmq.common import tag_hash
+from aiorocketmq.common.kernels import extensions_disabled
+from aiorocketmq.common.tag_hash import index_key, tags_code
+from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip
+
+
+@dataclass(frozen=True)
+class Hashes:
+    java_string_hash: Callable[[str], int]
+    index_key_hash: Callable[[str], int]
+    index_key_hashes: Callable[[Sequence[str]], Any]
+
+
+@pytest.fixture(params=IMPLEMENTATIONS, scope="module")
+def hashes(request: pytest.FixtureRequest) -> Hashes:
+    if request.param == "python":
+        return Hashes(
+            tag_hash.py_java_string_hash, tag_hash.py_index_key_hash, tag_hash.py_index_key_hashes
+        )
+    kernel_or_skip("aiorocketmq.common._hash_kernels")
+    return Hashes(tag_hash.java_string_hash, tag_hash.index_key_hash, tag_hash.index_key_hashes)
+
+
+def reference_index_hash(key: str) -> int:
+    h = reference_hash(key)
+    return 0 if h == -(2**31) else abs(h)
 
 
 def reference_hash(text: str) -> int:
@@ -45,21 +73,21 @@ def reference_hash(text: str) -> int:
         ("\ud800", 0xD800),  # a lone surrogate counts as itself
     ],
 )
-def test_known_values(text: str, expected: int) -> None:
-    assert java_string_hash(text) == expected
+def test_known_values(hashes: Hashes, text: str, expected: int) -> None:
+    assert hashes.java_string_hash(text) == expected
     assert reference_hash(text) == expected
 
 
 @given(st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())))
-def test_matches_reference_for_any_string(text: str) -> None:
-    value = java_string_hash(text)
+def test_matches_reference_for_any_string(hashes: Hashes, text: str) -> None:
+    value = hashes.java_string_hash(text)
     assert value == reference_hash(text)
     assert -(2**31) <= value < 2**31
 
 
 @given(st.text(st.characters(max_codepoint=127)))
-def test_ascii_fast_path_matches_reference(text: str) -> None:
-    assert java_string_hash(text) == reference_hash(text)
+def test_ascii_fast_path_matches_reference(hashes: Hashes, text: str) -> None:
+    assert hashes.java_string_hash(text) == reference_hash(text)
 
 
 def test_tags_code() -> None:
@@ -69,36 +97,46 @@ def test_tags_code() -> None:
     assert tags_code("polygenelubricants") == -(2**31)  # negative values stay signed
 
 
-def test_index_key_hash() -> None:
+def test_index_key_hash(hashes: Hashes) -> None:
     assert index_key("TopicTest", "k1") == "TopicTest#k1"
-    assert index_key_hash("polygenelubricants") == 0  # abs(MIN_VALUE) maps to 0
-    assert index_key_hash("TagA") == 2598919
+    assert hashes.index_key_hash("polygenelubricants") == 0  # abs(MIN_VALUE) maps to 0
+    assert hashes.index_key_hash("TagA") == 2598919
     negative = "hello world!"  # hashCode is negative
-    assert java_string_hash(negative) < 0
-    assert index_key_hash(negative) == -java_string_hash(negative)
+    assert hashes.java_string_hash(negative) < 0
+    assert hashes.index_key_hash(negative) == -hashes.java_string_hash(negative)
 
 
 @given(st.text())
-def test_index_key_hash_is_non_negative(key: str) -> None:
-    value = index_key_hash(key)
+def test_index_key_hash_is_non_negative(hashes: Hashes, key: str) -> None:
+    value = hashes.index_key_hash(key)
     assert 0 <= value < 2**31
-    h = reference_hash(key)
-    assert value == (0 if h == -(2**31) else abs(h))
+    assert value == reference_index_hash(key)
 
 
 @given(st.lists(st.text(max_size=60), max_size=30))
-def test_index_key_hashes_equal_the_scalar_hash(keys: list[str]) -> None:
+def test_index_key_hashes_equal_the_scalar_hash(hashes: Hashes, keys: list[str]) -> None:
     """Empty keys, long keys, non-ASCII (the scalar fallback) and surrogates alike."""
-    assert index_key_hashes(keys).tolist() == [index_key_hash(k) for k in keys]
+    assert hashes.index_key_hashes(keys).tolist() == [reference_index_hash(k) for k in keys]
+    assert hashes.index_key_hashes(tuple(keys)).tolist() == [reference_index_hash(k) for k in keys]
 
 
 @given(st.lists(st.text(alphabet=st.characters(max_codepoint=127), max_size=300), max_size=30))
-def test_index_key_hashes_vectorised_ascii_path(keys: list[str]) -> None:
+def test_index_key_hashes_vectorised_ascii_path(hashes: Hashes, keys: list[str]) -> None:
     """All-ASCII batches take the numpy path; keys longer than any seen grow the table."""
-    assert index_key_hashes(keys).tolist() == [index_key_hash(k) for k in keys]
+    assert hashes.index_key_hashes(keys).tolist() == [reference_index_hash(k) for k in keys]
 
 
-def test_index_key_hashes_min_value_maps_to_zero() -> None:
+def test_index_key_hashes_min_value_maps_to_zero(hashes: Hashes) -> None:
     # "polygenelubricants".hashCode() == Integer.MIN_VALUE (a well-known Java example).
-    assert java_string_hash("polygenelubricants") == -(2**31)
-    assert index_key_hashes(["polygenelubricants", "a"]).tolist() == [0, index_key_hash("a")]
+    assert hashes.java_string_hash("polygenelubricants") == -(2**31)
+    assert hashes.index_key_hashes(["polygenelubricants", "a"]).tolist() == [0, 97]
+    assert hashes.index_key_hashes([]).tolist() == []
+
+
+def test_tag_hash_binds_the_kernel_when_built() -> None:
+    kernel = None if extensions_disabled() else kernel_or_skip("aiorocketmq.common._hash_kernels")
+    if kernel is None:
+        assert tag_hash.java_string_hash is tag_hash.py_java_string_hash
+    else:
+        assert tag_hash.java_string_hash is kernel.java_string_hash
+        assert tag_hash.index_key_hash is kernel.index_key_hash

@@ -1,0 +1,54 @@
+"""Build the optional C kernels; everything else is in pyproject.toml.
+
+The kernels (``aiorocketmq/**/_*_kernels.pyx``) are Cython, compiled with whatever C
+compiler the machine has, as aiokafka, asyncpg and uvloop build theirs. They are
+optional: without Cython or a compiler, or with ``AIOROCKETMQ_NO_EXTENSIONS=1`` at
+install time, the install still succeeds and the pure-Python reference code runs
+(``aiorocketmq.common.kernels`` makes the choice at import time).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+KERNELS = ["aiorocketmq/common/_hash_kernels.pyx"]
+
+
+class OptionalBuildExt(build_ext):
+    """``build_ext`` that warns instead of failing when a kernel cannot be compiled."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # no compiler at all (DistutilsPlatformError...)
+            _skipped(f"cannot build C kernels: {exc}")
+
+    def build_extension(self, ext: object) -> None:
+        try:
+            super().build_extension(ext)  # type: ignore[arg-type]
+        except Exception as exc:  # CompileError, LinkError, a missing header...
+            _skipped(f"cannot build {getattr(ext, 'name', ext)}: {exc}")
+
+
+def _skipped(why: str) -> None:
+    print(f"WARNING: {why}; the pure-Python code will run instead", file=sys.stderr)
+
+
+def _extensions() -> list[object]:
+    if os.environ.get("AIOROCKETMQ_NO_EXTENSIONS", "") not in ("", "0"):
+        return []
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        _skipped("Cython is not installed")
+        return []
+    sources = [str(Path(p)) for p in KERNELS]
+    return list(cythonize(sources, compiler_directives={"language_level": "3"}, quiet=True))
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -1,0 +1,28 @@
+"""Run a test against both the C kernels and the pure-Python reference code.
+
+``kernel_or_skip(name)`` gives the compiled module for the "c" side of a parametrised
+test. When it is not built the test fails, naming the fix, unless the run asked for
+the pure-Python code (``AIOROCKETMQ_NO_EXTENSIONS=1``): then that side is skipped.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+import pytest
+
+from aiorocketmq.common.kernels import NO_EXTENSIONS_ENV, extensions_disabled
+
+#: The two sides a kernel test runs on.
+IMPLEMENTATIONS = ("python", "c")
+
+
+def kernel_or_skip(name: str) -> ModuleType:
+    """The compiled module ``name``; skip when disabled, fail when it was not built."""
+    if extensions_disabled():
+        pytest.skip(f"{NO_EXTENSIONS_ENV} is set: the C kernels are off")
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        pytest.fail(f"{name} is not built ({exc}): run `pip install -e .` with a C compiler")
