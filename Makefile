@@ -22,6 +22,9 @@ CHROMIUM := /usr/bin/chromium
 # Stock Node.js client (ali-ons) for the interop tests, pinned by package-lock.json.
 NODE_DIR   := tests/interop/node
 NODE_STAMP := $(NODE_DIR)/node_modules/.installed
+# The official RocketMQ 5 Node.js SDK (gRPC) for the interop tests, pinned likewise.
+NODE5_DIR   := tests/interop/node5
+NODE5_STAMP := $(NODE5_DIR)/node_modules/.installed
 
 .PHONY: run test lint bench clean interop-deps compose-check browser proto
 
@@ -99,15 +102,20 @@ lint: $(STAMP)
 proto: $(STAMP)
 	$(BIN)/python -m aiorocketmq.proxy.codegen
 
-## interop-deps: ali-ons for tests/interop when npm exists (CI has Node), and the official
-## RocketMQ 5 Python SDK in its own venv (.venv-rmq5; tests/interop/rmq5); idempotent
+## interop-deps: ali-ons and the official RocketMQ 5 Node.js SDK for tests/interop when npm
+## exists (CI has Node), and the official RocketMQ 5 Python SDK in its own venv
+## (.venv-rmq5; tests/interop/rmq5); idempotent
 interop-deps: $(STAMP)
 	$(BIN)/python tests/interop/rmq5/sdk_venv.py
 	@if command -v npm >/dev/null 2>&1; then \
-		$(MAKE) --no-print-directory $(NODE_STAMP); \
+		$(MAKE) --no-print-directory $(NODE_STAMP) $(NODE5_STAMP); \
 	else \
-		echo "npm not found: the ali-ons interop test will be skipped"; \
+		echo "npm not found: the ali-ons and RocketMQ 5 Node.js interop tests will be skipped"; \
 	fi
+
+$(NODE5_STAMP): $(NODE5_DIR)/package.json $(NODE5_DIR)/package-lock.json
+	npm ci --prefix $(NODE5_DIR) --no-audit --no-fund --loglevel=error
+	touch $@
 
 $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	npm ci --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error
@@ -133,4 +141,5 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/analytics_bench.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis $(NODE_DIR)/node_modules
+	rm -rf $(VENV) .venv-rmq5 .pytest_cache .ruff_cache .mypy_cache .hypothesis $(NODE_DIR)/node_modules \
+		$(NODE5_DIR)/node_modules
