@@ -138,6 +138,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/stock_client_bench.py
 	$(BIN)/python benchmarks/client_bench.py
 	$(BIN)/python benchmarks/crash_restart_bench.py
+	$(BIN)/python benchmarks/grpc_bench.py
 	$(BIN)/python benchmarks/analytics_bench.py
 
 clean:
