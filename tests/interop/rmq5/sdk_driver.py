@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from typing import Any
 
@@ -56,16 +57,22 @@ def _view(message: Any) -> dict[str, Any]:
 
 
 class _Commit(TransactionChecker):
-    def __init__(self) -> None:
+    """Commits whatever the broker checks; ``done`` once ``want`` distinct ids were."""
+
+    def __init__(self, want: int) -> None:
         self.checked: list[str] = []
+        self.want = want
+        self.done = threading.Event()
 
     def check(self, message: Message) -> TransactionResolution:
         self.checked.append(message.message_id)
+        if len(set(self.checked)) >= self.want:
+            self.done.set()
         return TransactionResolution.COMMIT
 
 
 def produce(args: argparse.Namespace) -> dict[str, Any]:
-    checker = _Commit() if args.kind.startswith("transaction") else None
+    checker = _Commit((args.count + 1) // 2) if args.kind.startswith("transaction") else None
     producer = Producer(_config(args.endpoint), (args.topic,), checker)
     producer.startup()
     sent = []
@@ -93,11 +100,8 @@ def produce(args: argparse.Namespace) -> dict[str, Any]:
             sent.append({"id": receipt.message_id, "sent_at": time.time()})
         # transaction-mixed: the open ones are committed by the checker when the broker
         # checks; stay until it did.
-        deadline = time.monotonic() + args.timeout
-        while args.kind == "transaction-mixed" and time.monotonic() < deadline:
-            if checker is not None and len(set(checker.checked)) >= (args.count + 1) // 2:
-                break
-            time.sleep(0.05)
+        if args.kind == "transaction-mixed" and checker is not None:
+            checker.done.wait(args.timeout)
     finally:
         producer.shutdown()
     return {"sent": sent, "checked": checker.checked if checker is not None else []}
@@ -133,30 +137,35 @@ def simple(args: argparse.Namespace) -> dict[str, Any]:
 
 
 class _Collect(MessageListener):
-    def __init__(self, fail_first: bool) -> None:
+    """Records every delivery; ``done`` once ``expect`` messages were consumed (with
+    ``fail_first``: each failed once, then consumed)."""
+
+    def __init__(self, fail_first: bool, expect: int) -> None:
         self.seen: list[dict[str, Any]] = []
         self.fail_first = fail_first
+        self.expect = expect
+        self.done = threading.Event()
+        self._lock = threading.Lock()
 
     def consume(self, message: Any) -> ConsumeResult:
-        self.seen.append(_view(message))
+        with self._lock:  # listeners run on the SDK's consumption threads
+            self.seen.append(_view(message))
+            ok = {m["id"] for m in self.seen if not self.fail_first or m["attempt"] > 1}
+            if len(ok) >= self.expect:
+                self.done.set()
         if self.fail_first and message.delivery_attempt == 1:
             return ConsumeResult.FAILURE
         return ConsumeResult.SUCCESS
 
 
 def push(args: argparse.Namespace) -> dict[str, Any]:
-    listener = _Collect(args.fail_first)
+    listener = _Collect(args.fail_first, args.expect)
     consumer = PushConsumer(
         _config(args.endpoint), args.group, listener, {args.topic: FilterExpression()}
     )
     consumer.startup()
-    deadline = time.monotonic() + args.timeout
     try:
-        while time.monotonic() < deadline:
-            done = {m["id"] for m in listener.seen if not args.fail_first or m["attempt"] > 1}
-            if len(done) >= args.expect:
-                break
-            time.sleep(0.05)
+        listener.done.wait(args.timeout)
     finally:
         consumer.shutdown()
     return {"received": listener.seen}
