@@ -170,13 +170,14 @@ class BrokerConfig(BaseModel):
         ),
     )
     grpc_listen_port: int = Field(
-        0,
+        8081,
         ge=-1,
         le=65535,
         description=(
             "aiorocketmq: port of RocketMQ 5's gRPC messaging endpoint (the proxy in local "
-            "mode, aiorocketmq.proxy; RocketMQ 5's grpcServerPort is 8081); 0 turns it off, "
-            "-1 picks a free port (the ready line says which)."
+            "mode, aiorocketmq.proxy; RocketMQ 5's grpcServerPort default 8081); 0 turns it "
+            "off, -1 picks a free port (the ready line says which). Unset with listenPort=0, "
+            "a free port too."
         ),
     )
     pop_auto_renew_invisible_time_millis: int = Field(
@@ -418,4 +419,8 @@ def _fix_up(
         # listenPort=0 (a free port, tests and launchers) gets a free HA port too.
         ha_port = remoting.listen_port + 1 if remoting.listen_port else 0
         store = store.model_copy(update={"ha_listen_port": ha_port})
+    grpc_keys = {"grpcListenPort", "grpc_listen_port"}
+    if remoting.listen_port == 0 and not grpc_keys & properties.keys():
+        # The gRPC endpoint too: such brokers (a test suite's) must not race for 8081.
+        broker = broker.model_copy(update={"grpc_listen_port": -1})
     return BrokerSettings(broker, store, remoting)

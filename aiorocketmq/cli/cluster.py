@@ -12,8 +12,8 @@ Usage::
 
 Layouts: ``1m``, ``2m-2s-sync`` and ``2m-2s-async`` ship with the package; your own
 are found in ``$AIOROCKETMQ_LAYOUTS`` and ``./deploy/conf/<NAME>/`` first (a directory
-path works too). Every node serves ``/metrics`` on its own port (``status`` shows
-it). ``--port-base N`` moves every port by one amount so the layout's lowest
+path works too). Every node serves ``/metrics`` on its own port, and every broker
+RocketMQ 5's gRPC endpoint on its own (``status`` shows both). ``--port-base N`` moves every port by one amount so the layout's lowest
 remoting port becomes N (``0``: a free base). ``--set`` adds a broker setting to
 every broker. ``up`` returns once every broker is registered with every name server; with
 ``--foreground`` it stays attached and stops everything on Ctrl-C or SIGTERM.
@@ -85,14 +85,15 @@ def format_status(rows: Sequence[NodeStatus]) -> str:
         return "-" if value is None else str(value)
 
     lines = [
-        f"{'#Node':<14}{'#Role':<14}{'#Address':<18}{'#Metrics':<10}{'#PID':<9}{'#State':<9}"
-        f"{'#MaxOffset':<14}#Lag"
+        f"{'#Node':<14}{'#Role':<14}{'#Address':<18}{'#Metrics':<10}{'#gRPC':<8}{'#PID':<9}"
+        f"{'#State':<9}{'#MaxOffset':<14}#Lag"
     ]
     for r in rows:
         state = "running" if r.running else "down"
         lines.append(
             f"{r.name:<14}{r.role:<14}{r.address:<18}{cell(r.metrics_port or None):<10}"
-            f"{cell(r.pid):<9}{state:<9}{cell(r.max_offset):<14}{cell(r.lag)}"
+            f"{cell(r.grpc_port or None):<8}{cell(r.pid):<9}{state:<9}{cell(r.max_offset):<14}"
+            f"{cell(r.lag)}"
         )
     return "\n".join(lines)
 

@@ -79,6 +79,8 @@ class NodeStatus:
     lag: int | None = None
     #: Port of the node's ``/metrics`` endpoint on 127.0.0.1 (0: off).
     metrics_port: int = 0
+    #: Port of a broker's RocketMQ 5 gRPC endpoint (0: off, or a name server).
+    grpc_port: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-friendly form."""
@@ -112,7 +114,7 @@ class Cluster:
         """Write ``directory``'s state and configuration files for ``layout``.
 
         ``port_base`` shifts every port so the lowest remoting port becomes it
-        (``0`` picks a base where every port, metrics included, is free); None keeps
+        (``0`` picks a base where every port, metrics and gRPC included, is free); None keeps
         the layout's ports.
 
         Raises:
@@ -214,6 +216,12 @@ class Cluster:
     def address(self, name: str) -> str:
         """``127.0.0.1:<port>`` of node ``name``."""
         return f"127.0.0.1:{self.layout.node(name).port}"
+
+    def grpc_address(self, name: str) -> str:
+        """``127.0.0.1:<port>`` of broker ``name``'s RocketMQ 5 gRPC endpoint ("" if off:
+        a name server, or ``grpcListenPort=0``)."""
+        port = self.layout.node(name).grpc_port
+        return f"127.0.0.1:{port}" if port else ""
 
     def process(self, name: str) -> NodeProcess:
         """Node ``name``'s process handle.
@@ -385,7 +393,7 @@ class Cluster:
 
     async def status_async(self) -> list[NodeStatus]:
         """One row per node: role, address, PID, running, CommitLog max offset,
-        for a slave whose master answers its lag in bytes, and its metrics port."""
+        for a slave whose master answers its lag in bytes, its metrics and gRPC ports."""
         running = {n.name: self.running(n.name) for n in self.layout.nodes}
         brokers = [n for n in self.layout.brokers if running[n.name]]
         infos = await probe.runtime_infos([self.address(n.name) for n in brokers])
@@ -407,6 +415,7 @@ class Cluster:
                     offset,
                     lag,
                     node.metrics_port,
+                    node.grpc_port,
                 )
             )
         return rows
@@ -418,7 +427,7 @@ class Cluster:
 
 def free_layout_base(layout: Layout) -> int:
     """A ``port_base`` for ``layout.shifted`` at which every port the layout binds
-    (remoting and metrics) is free on 127.0.0.1 now.
+    (remoting, metrics, gRPC) is free on 127.0.0.1 now.
 
     Raises:
         ProcessError: No such base found.

@@ -2,10 +2,11 @@
 
 A layout is a directory holding one RocketMQ ``.properties`` file per broker
 (``broker-a.properties``, ``broker-a-s.properties``, ...) and an optional manifest
-``layout.properties`` (``namesrvPorts=9876;9877``, ``metricsPortBase=5557``). The
-shipped layouts (``1m``, ``2m-2s-sync``, ``2m-2s-async``) are package data under
-``aiorocketmq/deploy/layouts/`` and are found with ``importlib.resources``, so an
-installed wheel has them; the same files feed docker-compose.
+``layout.properties`` (``namesrvPorts=9876;9877``, ``metricsPortBase=5557``,
+``grpcPortBase=8081``). The shipped layouts (``1m``, ``2m-2s-sync``, ``2m-2s-async``)
+are package data under ``aiorocketmq/deploy/layouts/`` and are found with
+``importlib.resources``, so an installed wheel has them; the same files feed
+docker-compose.
 
 Every node gets its own Prometheus ``/metrics`` port: a broker file's ``metricsPort``
 if it sets one (0 turns the endpoint off), else the next free one counting from
@@ -13,11 +14,16 @@ if it sets one (0 turns the endpoint off), else the next free one counting from
 So ``1m`` serves broker-a on 5557 and the name server on 5558, the two daemons'
 own defaults.
 
+Every broker likewise gets its own RocketMQ 5 gRPC endpoint (``grpcListenPort``): its
+file's value (0 turns it off), else the next free one from ``grpcPortBase`` (default
+8081, RocketMQ 5's proxy port) in layout order. The shipped layouts name theirs:
+broker-a 8081, broker-a-s 8082, broker-b 8083, broker-b-s 8084.
+
 Owns: finding a layout by name, parsing it into ``NodeSpec`` rows (name servers
 first, then brokers ordered by brokerName and brokerId), building a layout in
 memory (``standard_layout``), shifting every port by a base (``--port-base``),
 and rendering the settings one local run of a node gets (loopback address,
-store under the run directory, the name-server list, its metrics port).
+store under the run directory, the name-server list, its metrics and gRPC ports).
 
 Must not: start processes or open sockets (``aiorocketmq.deploy.launcher``).
 """
@@ -55,6 +61,8 @@ NAMESRV = "NAMESRV"
 DEFAULT_NAMESRV_PORT = 9876
 #: The broker's own default ``metricsPort``; the name server's is the next one.
 DEFAULT_METRICS_PORT_BASE = 5557
+#: RocketMQ 5's proxy gRPC port, the broker's own ``grpcListenPort`` default.
+DEFAULT_GRPC_PORT_BASE = 8081
 PROPERTIES_SUFFIX = ".properties"
 MAX_PORT = 65535
 # Keys a local run always sets itself (the layout's values are for compose).
@@ -65,6 +73,7 @@ _RUN_KEYS = (
     "storePathRootDir",
     "namesrvAddr",
     "metricsPort",
+    "grpcListenPort",
 )
 
 
@@ -85,6 +94,7 @@ class NodeSpec:
         broker_id: brokerId (-1 for name servers).
         properties: The broker's other settings, RocketMQ's names.
         metrics_port: Port of its Prometheus ``/metrics`` endpoint (0: off).
+        grpc_port: Broker's RocketMQ 5 gRPC endpoint port (0: off, and for name servers).
     """
 
     name: str
@@ -95,6 +105,7 @@ class NodeSpec:
     broker_id: int = -1
     properties: Mapping[str, str] = field(default_factory=dict)
     metrics_port: int = 0
+    grpc_port: int = 0
 
     @property
     def is_namesrv(self) -> bool:
@@ -151,17 +162,21 @@ class Layout:
         """Every ``/metrics`` port of the layout (nodes with metrics off have none)."""
         return [n.metrics_port for n in self.nodes if n.metrics_port]
 
+    def grpc_ports(self) -> list[int]:
+        """Every broker's gRPC endpoint port (brokers with it off have none)."""
+        return [n.grpc_port for n in self.nodes if n.grpc_port]
+
     def vip_ports(self) -> list[int]:
         """Every broker's VIP channel port (``listenPort - 2``, bound with the broker)."""
         return [n.port + VIP_CHANNEL_PORT_OFFSET for n in self.nodes if not n.is_namesrv and n.port]
 
     def all_ports(self) -> list[int]:
-        """Every port the layout binds: remoting, then metrics, then VIP channels."""
-        return self.ports() + self.metrics_ports() + self.vip_ports()
+        """Every port the layout binds: remoting, metrics, gRPC, then VIP channels."""
+        return self.ports() + self.metrics_ports() + self.grpc_ports() + self.vip_ports()
 
     def shifted(self, port_base: int) -> Layout:
-        """The layout with every port (metrics too) moved by one amount, so that the
-        lowest remoting port becomes ``port_base``.
+        """The layout with every port (metrics and gRPC too) moved by one amount, so
+        that the lowest remoting port becomes ``port_base``.
 
         Raises:
             LayoutError: A moved port would fall outside 1..65535.
@@ -180,7 +195,11 @@ class Layout:
             )
         nodes = tuple(
             dataclasses.replace(
-                n, port=move(n.port), ha_port=move(n.ha_port), metrics_port=move(n.metrics_port)
+                n,
+                port=move(n.port),
+                ha_port=move(n.ha_port),
+                metrics_port=move(n.metrics_port),
+                grpc_port=move(n.grpc_port),
             )
             for n in self.nodes
         )
@@ -254,9 +273,11 @@ def _broker_spec(path: Traversable) -> NodeSpec:
     if (role == "SLAVE") != (broker_id != 0):
         raise LayoutError(f"{path}: brokerRole {role} does not match brokerId {broker_id}")
     metrics_port = _int(props, "metricsPort", str(path), 0)
-    if metrics_port < 0:
-        # -1 (a free port) would be chosen by the process, where mqcluster cannot show it.
-        raise LayoutError(f"{path}: metricsPort {metrics_port}: give a port, or 0 for none")
+    grpc_port = _int(props, "grpcListenPort", str(path), 0)
+    for key, value in (("metricsPort", metrics_port), ("grpcListenPort", grpc_port)):
+        if value < 0:
+            # -1 (a free port) would be chosen by the process, where mqcluster cannot show it.
+            raise LayoutError(f"{path}: {key} {value}: give a port, or 0 for none")
     rest = {k: v for k, v in props.items() if k not in _RUN_KEYS}
     return NodeSpec(
         name=path.name.removesuffix(PROPERTIES_SUFFIX),
@@ -268,6 +289,7 @@ def _broker_spec(path: Traversable) -> NodeSpec:
         properties=rest,
         # -1 marks "not set in the file": _assign_metrics_ports gives it one.
         metrics_port=metrics_port if "metricsPort" in props else -1,
+        grpc_port=grpc_port if "grpcListenPort" in props else -1,
     )
 
 
@@ -283,6 +305,16 @@ def _assign_metrics_ports(nodes: Sequence[NodeSpec], base: int) -> list[NodeSpec
     return [
         dataclasses.replace(n, metrics_port=assigned[n.name]) if n.name in assigned else n
         for n in nodes
+    ]
+
+
+def _assign_grpc_ports(nodes: Sequence[NodeSpec], base: int) -> list[NodeSpec]:
+    """Each broker without a gRPC port from its file takes the next port from ``base``
+    that no node set explicitly, in the order given."""
+    taken = {n.grpc_port for n in nodes if n.grpc_port > 0}
+    free = (p for p in range(base, MAX_PORT + 1) if p not in taken)
+    return [
+        dataclasses.replace(n, grpc_port=next(free, 0)) if n.grpc_port < 0 else n for n in nodes
     ]
 
 
@@ -323,6 +355,7 @@ def load_layout(name: str, environ: Mapping[str, str] | None = None) -> Layout:
     except ValueError:
         raise LayoutError(f"{manifest_path}: bad namesrvPorts {raw_ports!r}") from None
     metrics_base = _int(manifest, "metricsPortBase", str(manifest_path), DEFAULT_METRICS_PORT_BASE)
+    grpc_base = _int(manifest, "grpcPortBase", str(manifest_path), DEFAULT_GRPC_PORT_BASE)
     brokers = [
         _broker_spec(p)
         for p in directory.iterdir()
@@ -330,6 +363,7 @@ def load_layout(name: str, environ: Mapping[str, str] | None = None) -> Layout:
     ]
     brokers.sort(key=lambda n: (n.broker_name, n.broker_id))
     nodes = _assign_metrics_ports(_namesrv_specs(ns_ports) + brokers, metrics_base)
+    nodes = _assign_grpc_ports(nodes, grpc_base)
     return _check(Layout(directory.name, tuple(nodes)))
 
 
@@ -344,17 +378,19 @@ def standard_layout(
 ) -> Layout:
     """A layout built in memory: ``brokers`` masters with ``role``, each with a slave
     ``<name>-s`` when ``slaves``; ports like RocketMQ's examples (9876.., 10911..),
-    metrics ports from 5557 as for a layout directory."""
+    metrics ports from 5557 and gRPC ports from 8081 as for a layout directory."""
     extra = {k: _text(v) for k, v in (settings or {}).items()}
     nodes = _namesrv_specs([DEFAULT_NAMESRV_PORT + i for i in range(namesrvs)])
     for i, broker in enumerate(brokers):
         base = 10911 + 10 * i
         common = {"brokerClusterName": "DefaultCluster", "flushDiskType": flush, **extra}
-        nodes.append(NodeSpec(broker, role, base, base + 1, broker, 0, common, -1))
+        nodes.append(NodeSpec(broker, role, base, base + 1, broker, 0, common, -1, -1))
         if slaves:
             props = {**common, "slaveReadEnable": "true"}
-            nodes.append(NodeSpec(f"{broker}-s", "SLAVE", base + 4, base + 5, broker, 1, props, -1))
+            slave = NodeSpec(f"{broker}-s", "SLAVE", base + 4, base + 5, broker, 1, props, -1, -1)
+            nodes.append(slave)
     nodes = _assign_metrics_ports(nodes, DEFAULT_METRICS_PORT_BASE)
+    nodes = _assign_grpc_ports(nodes, DEFAULT_GRPC_PORT_BASE)
     return _check(Layout("inline", tuple(nodes)))
 
 
@@ -369,8 +405,8 @@ def node_properties(
     overrides: Mapping[str, object] | None = None,
 ) -> str:
     """The ``.properties`` text of one local run of broker ``node``: its layout
-    settings, loopback ``brokerIP1``, its ports (metrics too), its store, the name
-    servers, then ``overrides``."""
+    settings, loopback ``brokerIP1``, its ports (metrics and gRPC too), its store, the
+    name servers, then ``overrides``."""
     values: dict[str, str] = {
         "brokerName": node.broker_name,
         "brokerId": str(node.broker_id),
@@ -382,6 +418,7 @@ def node_properties(
         "storePathRootDir": str(store_dir),
         "namesrvAddr": namesrv_addr,
         "metricsPort": str(node.metrics_port),
+        "grpcListenPort": str(node.grpc_port),
     }
     values.update({k: _text(v) for k, v in (overrides or {}).items()})
     return format_properties_file(values)

@@ -48,6 +48,8 @@ class NodeInfo:
         address: ``127.0.0.1:<port>``.
         broker_name: The broker group ("" for name servers).
         broker_id: 0 for a master, 1+ for a slave, -1 for a name server.
+        grpc_address: ``127.0.0.1:<port>`` of a broker's RocketMQ 5 gRPC endpoint, the
+            access point of the 5.x SDKs ("" for name servers).
     """
 
     name: str
@@ -55,6 +57,7 @@ class NodeInfo:
     address: str
     broker_name: str
     broker_id: int
+    grpc_address: str = ""
 
 
 class ClusterHandle(Cluster):
@@ -69,7 +72,14 @@ class ClusterHandle(Cluster):
     def nodes(self) -> dict[str, NodeInfo]:
         """Every node by name, name servers first."""
         return {
-            n.name: NodeInfo(n.name, n.role, self.address(n.name), n.broker_name, n.broker_id)
+            n.name: NodeInfo(
+                n.name,
+                n.role,
+                self.address(n.name),
+                n.broker_name,
+                n.broker_id,
+                self.grpc_address(n.name),
+            )
             for n in self.layout.nodes
         }
 

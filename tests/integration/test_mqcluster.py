@@ -29,10 +29,13 @@ from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.producer import Producer
 from aiorocketmq.client.results import SendStatus
 from aiorocketmq.common.message import Message
-from aiorocketmq.deploy.cluster import Cluster
+from aiorocketmq.deploy.cluster import Cluster, free_layout_base
 from aiorocketmq.deploy.layout import load_layout
-from aiorocketmq.deploy.process import free_port_base, pid_alive
+from aiorocketmq.deploy.process import pid_alive
+from aiorocketmq.proxy.v2 import definition_pb2 as pb
+from aiorocketmq.proxy.v2 import service_pb2 as rpc
 from tests.support.cluster import create_topic, has_topic
+from tests.support.grpc_v2 import V2Client
 from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.timeout(240)
@@ -87,10 +90,22 @@ async def _send(namesrv: str, topic: str, count: int) -> None:
             assert result.status is SendStatus.SEND_OK
 
 
+async def _grpc_route_brokers(port: int, topic: str) -> set[str]:
+    """The broker names QueryRoute at 127.0.0.1:``port`` answers for ``topic``."""
+    client = V2Client(f"127.0.0.1:{port}")
+    try:
+        request = rpc.QueryRouteRequest(topic=pb.Resource(name=topic))
+        reply = await client.call("QueryRoute", request)
+        assert reply.status.code == pb.Code.OK, reply.status
+        return {q.broker.name for q in reply.message_queues}
+    finally:
+        await client.close()
+
+
 async def test_up_status_kill_restart_down(run_dir: Path, tmp_path: Path) -> None:
     layout = load_layout("2m-2s-async")
     low = min(layout.ports())
-    base = free_port_base(p - low for p in layout.ports())
+    base = free_layout_base(layout)  # metrics and gRPC ports free too
     code, out, err = await mqcluster(
         run_dir, "up", "--layout", "2m-2s-async", "--port-base", str(base), *SMALL
     )
@@ -109,6 +124,17 @@ async def test_up_status_kill_restart_down(run_dir: Path, tmp_path: Path) -> Non
 
     await create_topic(master, "MqcTopic")
     await wait_until(lambda: has_topic(slave, "MqcTopic"), timeout=30, what="topic on slave")
+    # Every broker its own RocketMQ 5 gRPC endpoint (8081..8084, moved with the rest),
+    # each answering for its own broker.
+    grpc_ports = {name: r["grpc_port"] for name, r in rows.items()}
+    names = ("a", "a-s", "b", "b-s")
+    moved = {n: p + base - low for n, p in zip(names, range(8081, 8085), strict=True)}
+    assert grpc_ports == {
+        "namesrv-1": 0, "namesrv-2": 0, "broker-a": moved["a"], "broker-a-s": moved["a-s"],
+        "broker-b": moved["b"], "broker-b-s": moved["b-s"],
+    }  # fmt: skip
+    answers = [await _grpc_route_brokers(grpc_ports[f"broker-{n}"], "MqcTopic") for n in names]
+    assert answers == [{"broker-a"}, {"broker-a"}, {"broker-b"}, {"broker-b"}]
     slave_pid = rows["broker-a-s"]["pid"]
     code, _, err = await mqcluster(run_dir, "kill", "broker-a-s")
     assert code == 0, err
@@ -158,9 +184,7 @@ async def test_up_status_kill_restart_down(run_dir: Path, tmp_path: Path) -> Non
 
 
 async def _foreground(run_dir: Path) -> tuple[asyncio.subprocess.Process, list[int]]:
-    layout = load_layout("1m")
-    low = min(layout.ports())
-    base = free_port_base(p - low for p in layout.ports())
+    base = free_layout_base(load_layout("1m"))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "aiorocketmq.cli.cluster", "--dir", str(run_dir), "up",
         "--layout", "1m", "--port-base", str(base), "--foreground", *SMALL,

@@ -80,7 +80,7 @@ class BrokerProcess:
 
     @property
     def grpc(self) -> str:
-        """``host:port`` of its gRPC v2 endpoint (start it with ``grpcListenPort=-1``)."""
+        """``host:port`` of its gRPC v2 endpoint (on by default, on a free port)."""
         endpoint = self.proc.groups.get("grpc")
         if not endpoint:
             raise RuntimeError(f"{self.name} serves no gRPC endpoint")
@@ -94,7 +94,7 @@ def broker_properties(
 
     Defaults: cluster DefaultCluster, brokerId 0, ASYNC_MASTER/ASYNC_FLUSH,
     listenPort 0, brokerIP1 127.0.0.1, store under ``<directory>/<name>-store``,
-    small files. ``settings`` win.
+    small files, a free gRPC port. ``settings`` win.
     """
     directory.mkdir(parents=True, exist_ok=True)
     values: dict[str, Any] = {
@@ -111,6 +111,9 @@ def broker_properties(
     if namesrv is not None:
         values["namesrvAddr"] = namesrv
     values.update(settings)
+    if values["listenPort"] != 0 and "grpcListenPort" not in settings:
+        # listenPort 0 gives a free gRPC port by itself; a fixed one would take 8081.
+        values["grpcListenPort"] = -1
     path = directory / f"{name}.properties"
     text = format_properties(
         [(k, str(v).lower() if isinstance(v, bool) else v) for k, v in values.items()]

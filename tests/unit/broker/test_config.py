@@ -84,6 +84,18 @@ def test_ports_listen_and_ha() -> None:
     assert s.store.ha_listen_port == 30000
 
 
+def test_grpc_port_defaults_to_8081_and_a_free_one_with_listen_port_0() -> None:
+    # RocketMQ 5's proxy port, on by default; a broker on a free remoting port (tests,
+    # launchers) gets a free gRPC port too, unless the file names one; 0 turns it off.
+    assert load_broker_settings({"listenPort": "20911"}).broker.grpc_listen_port == 8081
+    assert load_broker_settings({"listenPort": "0"}).broker.grpc_listen_port == -1
+    for value in ("0", "9081", "-1"):
+        s = load_broker_settings({"listenPort": "0", "grpcListenPort": value})
+        assert s.broker.grpc_listen_port == int(value)
+    with pytest.raises(ConfigError, match="grpcListenPort"):
+        load_broker_settings({"grpcListenPort": "-2"})
+
+
 def test_register_period_clamped() -> None:
     assert BrokerConfig(register_name_server_period=1000).register_name_server_period == 10_000
     assert BrokerConfig(register_name_server_period=90_000).register_name_server_period == 60_000

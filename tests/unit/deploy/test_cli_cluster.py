@@ -33,16 +33,16 @@ def test_status_table_has_mqadmin_style_headers_and_dashes_for_unknowns() -> Non
     rows = [
         NodeStatus("namesrv-1", "NAMESRV", "127.0.0.1:9876", 11, True, metrics_port=5558),
         NodeStatus("broker-a", "SYNC_MASTER", "127.0.0.1:10911", None, False),
-        NodeStatus("broker-a-s", "SLAVE", "127.0.0.1:10915", 13, True, 4096, 1024, 5559),
+        NodeStatus("broker-a-s", "SLAVE", "127.0.0.1:10915", 13, True, 4096, 1024, 5559, 8082),
     ]
     lines = format_status(rows).splitlines()
-    assert lines[0].split() == ["#Node", "#Role", "#Address", "#Metrics", "#PID", "#State",
-                                "#MaxOffset", "#Lag"]  # fmt: skip
-    assert lines[1].split() == ["namesrv-1", "NAMESRV", "127.0.0.1:9876", "5558", "11",
+    assert lines[0].split() == ["#Node", "#Role", "#Address", "#Metrics", "#gRPC", "#PID",
+                                "#State", "#MaxOffset", "#Lag"]  # fmt: skip
+    assert lines[1].split() == ["namesrv-1", "NAMESRV", "127.0.0.1:9876", "5558", "-", "11",
                                 "running", "-", "-"]  # fmt: skip
-    assert lines[2].split() == ["broker-a", "SYNC_MASTER", "127.0.0.1:10911", "-", "-", "down",
-                                "-", "-"]  # fmt: skip
-    assert lines[3].split()[3:] == ["5559", "13", "running", "4096", "1024"]
+    assert lines[2].split() == ["broker-a", "SYNC_MASTER", "127.0.0.1:10911", "-", "-", "-",
+                                "down", "-", "-"]  # fmt: skip
+    assert lines[3].split()[3:] == ["5559", "8082", "13", "running", "4096", "1024"]
 
 
 def test_create_writes_state_conf_and_shifted_ports(tmp_path: Path) -> None:
@@ -65,6 +65,12 @@ def test_create_writes_state_conf_and_shifted_ports(tmp_path: Path) -> None:
         "broker-b": 16683, "broker-b-s": 16684,
     }  # fmt: skip
     assert conf["metricsPort"] == "16684" and ns["metricsPort"] == "16686"
+    # And every broker its own gRPC port (8081.. + 21000 - 9876); name servers none.
+    assert {r.name: r.grpc_port for r in rows} == {
+        "namesrv-1": 0, "namesrv-2": 0, "broker-a": 19205, "broker-a-s": 19206,
+        "broker-b": 19207, "broker-b-s": 19208,
+    }  # fmt: skip
+    assert conf["grpcListenPort"] == "19208" and "grpcListenPort" not in ns
 
 
 def test_free_port_base_finds_ports_that_bind() -> None:

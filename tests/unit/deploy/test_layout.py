@@ -68,7 +68,7 @@ def test_every_shipped_broker_file_uses_rocketmq_keys(name: str) -> None:
     known = {
         "brokerClusterName", "brokerName", "brokerId", "brokerRole", "flushDiskType",
         "listenPort", "haListenPort", "deleteWhen", "fileReservedTime", "slaveReadEnable",
-        "mappedFileSizeCommitLog", "maxHashSlotNum", "maxIndexNum",
+        "mappedFileSizeCommitLog", "maxHashSlotNum", "maxIndexNum", "grpcListenPort",
     }  # fmt: skip
     files = list((REPO / "aiorocketmq" / "deploy" / "layouts" / name).glob("broker-*.properties"))
     assert files
@@ -76,6 +76,41 @@ def test_every_shipped_broker_file_uses_rocketmq_keys(name: str) -> None:
         keys = set(parse_properties(path.read_text("utf-8")))
         assert keys <= known, f"{path}: {keys - known}"
         assert {"brokerName", "brokerId", "brokerRole", "listenPort", "haListenPort"} <= keys
+        assert "grpcListenPort" in keys  # docker-compose runs these files as they are
+
+
+def test_shipped_layouts_give_each_broker_its_own_grpc_port() -> None:
+    # RocketMQ 5's proxy port 8081 for the first broker, then one each in layout order.
+    for name in ("2m-2s-sync", "2m-2s-async"):
+        assert {n.name: n.grpc_port for n in load_layout(name).brokers} == {
+            "broker-a": 8081, "broker-a-s": 8082, "broker-b": 8083, "broker-b-s": 8084,
+        }  # fmt: skip
+    assert load_layout("1m").grpc_ports() == [8081]
+    inline = standard_layout(["broker-a", "broker-b"], slaves=True)
+    assert inline.grpc_ports() == [8081, 8082, 8083, 8084]
+
+
+def test_grpc_ports_from_files_and_manifest_shift_and_errors(tmp_path: Path) -> None:
+    _write(tmp_path, "layout.properties", "grpcPortBase=9000\n")
+    _write(tmp_path, "a.properties", "brokerName=a\nlistenPort=12000\ngrpcListenPort=9000\n")
+    _write(tmp_path, "b.properties", "brokerName=b\nlistenPort=12010\n")
+    _write(tmp_path, "c.properties", "brokerName=c\nlistenPort=12020\ngrpcListenPort=0\n")
+    layout = load_layout(str(tmp_path))
+    # a's own 9000 is skipped by b; c is off; name servers have none.
+    assert {n.name: n.grpc_port for n in layout.nodes} == {
+        "namesrv-1": 0, "a": 9000, "b": 9001, "c": 0,
+    }  # fmt: skip
+    assert "grpcListenPort" not in layout.node("a").properties  # the run sets it
+    moved = layout.shifted(19876)  # every port by 10000 (the name server 9876 is lowest)
+    assert [n.grpc_port for n in moved.nodes] == [0, 19000, 19001, 0]
+    props = {n.name: parse_properties(node_properties(n, "x", tmp_path)) for n in moved.brokers}
+    assert [p["grpcListenPort"] for p in props.values()] == ["19000", "19001", "0"]
+    _write(tmp_path / "free", "a.properties", "brokerName=a\ngrpcListenPort=-1\n")
+    with pytest.raises(LayoutError, match=r"a\.properties: grpcListenPort -1: give a port"):
+        load_layout(str(tmp_path / "free"))
+    _write(tmp_path / "clash", "a.properties", "brokerName=a\ngrpcListenPort=5557\n")
+    with pytest.raises(LayoutError, match="two listeners share a port"):
+        load_layout(str(tmp_path / "clash"))
 
 
 def test_port_base_moves_every_port_by_the_same_amount() -> None:
