@@ -24,13 +24,13 @@ Reading rules, per record of a slice that ends at its file's read position:
   on a SLAVE, stop and retry at the next wakeup, because HA frames are not
   message-aligned and the tail may be half a record.
 
-tagsCode: ``hashCode(TAGS)`` (0 without tags); for a ``SCHEDULE_TOPIC_XXXX``
-record carrying ``DELAY``, the deliver time = STORETIMESTAMP + the level's delay,
-the level clamped to the highest one (``checkMessageAndReturnSize``, §4, §13).
+tagsCode: ``hashCode(TAGS)`` (0 without tags), or a schedule record's deliver time
+(``dispatch_builder``, which builds every request).
 
 Waking: a master's put path calls ``dispatch_now()`` after every append, which
 dispatches the new records inline when the service is idle and otherwise sets an
-``asyncio.Event``; replication and recovery call ``wakeup()``, which only sets it.
+``asyncio.Event`` (a single put calls ``dispatch_put``, the same without reading its
+record back); replication and recovery call ``wakeup()``, which only sets it.
 RocketMQ's 1 ms sleep-poll becomes a wait on the event (with a 1 s timer only as a
 safety net).
 """
@@ -56,22 +56,19 @@ from aiorocketmq.common.constants import (
 from aiorocketmq.common.message_codec import (
     MIN_RECORD_SIZE,
     RecordScanner,
-    RecordView,
     ScanStop,
     StopReason,
 )
-from aiorocketmq.common.properties import MessageConst
-from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.runtime.lifecycle import Service, TaskFailure
 from aiorocketmq.store.checkpoint import StoreCheckpoint
 from aiorocketmq.store.commit_log import CommitLog
 from aiorocketmq.store.config import BrokerRole, MessageStoreConfig
 from aiorocketmq.store.consume_queue import ConsumeQueue, PutUnitStatus
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
+from aiorocketmq.store.dispatch_builder import DispatchRequestBuilder
 from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.errors import StoreError
 from aiorocketmq.store.index_service import IndexService
-from aiorocketmq.store.inner_message import parse_delay_level
 from aiorocketmq.store.running_flags import RunningFlag, RunningFlags
 from aiorocketmq.store.store_stats import StoreStats
 
@@ -100,7 +97,6 @@ _FILE_RETRIES: Final = 3  # 3 creations 1 s apart, then puts are refused meanwhi
 _INDEX_RETRY_MS: Final = 1000  # without an index file: one more creation attempt a second
 _RETRY_PAUSE_S: Final = 1.0
 _HEAD: Final = struct.Struct(">ii")
-_TAGS_CACHE_MAX: Final = 4096  # distinct TAGS values remembered; a topic has few
 
 
 @dataclass(slots=True)
@@ -156,13 +152,13 @@ class ReputMessageService(Service):
         self._chunk_s = _CHUNK_SECONDS
         self._slave = config.broker_role is BrokerRole.SLAVE
         self._index_enabled = config.message_index_enable
-        self._delays_ms = parse_delay_levels(config.message_delay_level)
+        self._verify = config.verify_writes
+        self._builder = DispatchRequestBuilder(parse_delay_levels(config.message_delay_level))
         self._listeners: list[ArrivalListener] = []
         self._wake = asyncio.Event()
         self._safety: asyncio.TimerHandle | None = None
         self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
         self._waiter_seq = 0
-        self._tags_codes: dict[str | None, int] = {}
         self._file_failing = False  # a file creation failed and none succeeded since
         self._queue_error_is_ours = False  # WRITE_LOGICS_QUEUE_ERROR set for a missing file
         self._index_down_since_ms = 0  # monotonic ms of the last failed IndexFile creation
@@ -197,16 +193,61 @@ class ReputMessageService(Service):
             outcome = self._reput_step()
             self._resolve_waiters()
         except Exception as exc:
-            log.exception("inline dispatch failed; the store stops taking puts")
-            self._inline_ok = False
-            self._flags.make_logics_queue_error()
-            self.failures.append(TaskFailure("dispatch_now", exc))
-            self._release_waiters()
+            self._inline_failed("dispatch_now", exc)
             return
         finally:
             self._busy = False
         if outcome != _STOP and self.reput_from < self._commit_log.max_offset:
             self._wake.set()  # a file to create, or more than one chunk: the loop's work
+
+    def dispatch_put(self, request: DispatchRequest, properties: str) -> None:
+        """``dispatch_now`` for the one record a single put just appended at ``reput_from``.
+
+        The put knows the record's fields, so nothing is read back from the file: no
+        scan, no decode of the fixed part, topic and properties bytes (a record's
+        strings are the put's strings: encoded with surrogateescape, decoded with it).
+        ``request`` comes without what the properties give; ``properties`` is parsed
+        here with the scanner's rules. Anything else (a backlog, a schedule-topic
+        record, a file to create) takes ``dispatch_now``'s scanning way; with
+        ``verify_writes`` the request is checked against that way field by field.
+        """
+        if (
+            self._busy or not self._inline_ok or request.commit_log_offset != self.reput_from
+            or request.topic == RMQ_SYS_SCHEDULE_TOPIC
+        ):  # fmt: skip
+            self.dispatch_now()
+            return
+        self._builder.complete_put(request, properties)
+        self._busy = True
+        try:
+            if self._verify:
+                self._check_against_file(request)
+            if self._put_unit(request) is None and self._index_all([request]):
+                self._notify(request)
+                self.reput_from = request.commit_log_offset + request.msg_size
+                self._resolve_waiters()
+        except Exception as exc:
+            self._inline_failed("dispatch_put", exc)
+            return
+        finally:
+            self._busy = False
+        if self.reput_from < self._commit_log.max_offset:
+            self._wake.set()  # a file to create: the loop scans this record again
+
+    def _inline_failed(self, what: str, exc: Exception) -> None:
+        log.exception("inline dispatch failed; the store stops taking puts")
+        self._inline_ok = False
+        self._flags.make_logics_queue_error()
+        self.failures.append(TaskFailure(what, exc))
+        self._release_waiters()
+
+    def _check_against_file(self, request: DispatchRequest) -> None:
+        """``verify_writes``: the put's request equals the one the file's record gives."""
+        selected = self._commit_log.get_data(request.commit_log_offset)
+        if selected is None:
+            raise StoreError(f"dispatch_put: nothing stored at {request.commit_log_offset}")
+        with selected:
+            self._builder.check_put(request, selected.view)
 
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         """Call ``listener`` for every dispatched record (never on a SLAVE)."""
@@ -360,7 +401,7 @@ class ReputMessageService(Service):
             ends: list[int] = []
             outcome: str | _NeedFile | None = None
             for record in scanner:
-                request = self._build_request(record)
+                request = self._builder.from_record(record)
                 need = self._put_unit(request)
                 if need is not None:
                     outcome = need
@@ -382,34 +423,6 @@ class ReputMessageService(Service):
                 return outcome
             assert scanner.stop is not None
             return self._after_stop(scanner.stop, base, selected.size, selected.view)
-
-    def _build_request(self, record: RecordView) -> DispatchRequest:
-        props = record.properties
-        tags = props.get(MessageConst.PROPERTY_TAGS)
-        # Java's String.hashCode runs in Python here; messages repeat a few tags.
-        code = self._tags_codes.get(tags)
-        if code is None:
-            if len(self._tags_codes) >= _TAGS_CACHE_MAX:
-                self._tags_codes.clear()
-            code = self._tags_codes[tags] = tags_code(tags)
-        if record.topic == RMQ_SYS_SCHEDULE_TOPIC:
-            code = self._deliver_time(props, record.store_timestamp, code)
-        return DispatchRequest.from_record(record, code)
-
-    def _deliver_time(self, props: dict[str, str], store_timestamp: int, tags: int) -> int:
-        """tagsCode of a schedule-topic record: store time + the DELAY level's delay."""
-        if MessageConst.PROPERTY_DELAY_TIME_LEVEL not in props:
-            return tags
-        level = parse_delay_level(props)
-        if level is None:
-            # Java's Integer.parseInt would fail the record; the put path refuses such
-            # messages, so this only comes from a foreign CommitLog: keep the tag hash.
-            log.warning("schedule record with an unparseable DELAY: %r", props)
-            return tags
-        level = min(level, len(self._delays_ms))
-        if level <= 0:
-            return tags
-        return store_timestamp + self._delays_ms[level - 1]
 
     def _put_unit(self, request: DispatchRequest) -> _NeedFile | None:
         """The record's ConsumeQueue unit; a _NeedFile when a file must be created first."""

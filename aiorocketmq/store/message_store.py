@@ -132,7 +132,7 @@ class MessageStore(Service):
         )  # fmt: skip
         self._putter = MessagePutter(
             config, self.commit_log, clock=self.clock, flags=self.flags, stats=self.stats,
-            wakeup=self.dispatcher.dispatch_now,
+            wakeup=self.dispatcher.dispatch_now, dispatch_put=self.dispatcher.dispatch_put,
         )  # fmt: skip
         self._putter.replica_waiter = replica_waiter
         if total_physical_memory is None:

@@ -54,6 +54,7 @@ from aiorocketmq.common.properties import MessageConst, properties_to_string
 from aiorocketmq.runtime.lifecycle import ServiceStateError
 from aiorocketmq.store.commit_log import AppendResult, AppendStatus, CommitLog, queue_key
 from aiorocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
+from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.errors import StoreError
 from aiorocketmq.store.flush import GroupCommitService
 from aiorocketmq.store.inner_message import (
@@ -99,7 +100,9 @@ class MessagePutter:
         clock: store timestamps and the stall timer.
         flags: writeable or not.
         stats: put counters.
-        wakeup: the dispatcher's ``wakeup``.
+        wakeup: the dispatcher's ``dispatch_now``, called after an append.
+        dispatch_put: the dispatcher's ``dispatch_put``, called instead after the append
+            of a single message stored as sent (None: ``wakeup`` for every put).
 
     Attributes:
         accepting: the store is started and not shutting down.
@@ -119,12 +122,14 @@ class MessagePutter:
         flags: RunningFlags,
         stats: StoreStats,
         wakeup: Callable[[], None],
+        dispatch_put: Callable[[DispatchRequest, str], None] | None = None,
     ) -> None:
         self._commit_log = commit_log
         self._clock = clock
         self._flags = flags
         self._stats = stats
         self._wakeup = wakeup
+        self._dispatch_put = dispatch_put
         self._max_body = config.max_message_size
         self._max_record = config.max_message_size + RECORD_OVERHEAD_MAX
         self._sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
@@ -183,7 +188,12 @@ class MessagePutter:
         if isinstance(encoded, PutMessageResult):
             return self._failed(encoded)
         record, key, topic = encoded
-        return self._append_and_finish(record, key, topic, msg.store_host, msg.wait_store_msg_ok)
+        # A message stored as sent (not redirected to the schedule topic) is dispatched
+        # from the put's own fields: its record is not read back.
+        single = msg if topic == msg.topic else None
+        return self._append_and_finish(
+            record, key, topic, msg.store_host, msg.wait_store_msg_ok, single=single
+        )
 
     def encode_message(
         self, msg: MessageExtBrokerInner
@@ -333,6 +343,7 @@ class MessagePutter:
         wait: bool,
         *,
         batch: bool = False,
+        single: MessageExtBrokerInner | None = None,
     ) -> PutMessageResult | Awaitable[PutMessageResult]:
         """Append (the critical section: no await) and finish, inline when possible."""
         append = self._commit_log.append_batch if batch else self._commit_log.append
@@ -344,7 +355,7 @@ class MessagePutter:
         appended = _appended(result)
         if isinstance(appended, PutMessageResult):
             return self._failed(appended)
-        return self._finish(appended, topic, store_host, wait)
+        return self._finish(appended, topic, store_host, wait, single)
 
     async def _append_after_file(
         self,
@@ -393,12 +404,20 @@ class MessagePutter:
         return None
 
     def _finish(
-        self, appended: AppendResult, topic: str, store_host: tuple[str, int], wait: bool
+        self,
+        appended: AppendResult,
+        topic: str,
+        store_host: tuple[str, int],
+        wait: bool,
+        single: MessageExtBrokerInner | None = None,
     ) -> PutMessageResult | Awaitable[PutMessageResult]:
         # Woken before the flush is asked for, so this burst is dispatched before the
         # msync starts rather than while the msync thread waits for the GIL to finish
         # (under uvloop both orders measured about the same).
-        self._wakeup()
+        if single is not None and self._dispatch_put is not None:
+            self._dispatch_put(_dispatch_request(single, appended), single.stored_properties())
+        else:
+            self._wakeup()
         flushed: asyncio.Future[bool] | None = None
         if self._sync_flush and self.group_commit is not None:
             # WAIT=false still asks (RocketMQ wakes the service); the answer is not awaited.
@@ -475,6 +494,22 @@ def is_out_of_space(exc: BaseException) -> bool:
             return True
         cause = cause.__cause__
     return False
+
+
+def _dispatch_request(msg: MessageExtBrokerInner, appended: AppendResult) -> DispatchRequest:
+    """The appended record's request, without what its properties give (the dispatcher
+    completes it from the stored properties string)."""
+    return DispatchRequest(
+        msg.topic,
+        msg.queue_id,
+        appended.physical_offset,
+        appended.wrote_bytes,
+        0,
+        appended.store_timestamp,
+        appended.queue_offset,
+        sys_flag=msg.sys_flag,
+        prepared_transaction_offset=msg.prepared_transaction_offset,
+    )
 
 
 def _appended(result: AppendResult) -> AppendResult | PutMessageResult:

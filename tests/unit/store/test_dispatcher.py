@@ -14,6 +14,9 @@ from aiorocketmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC
 from aiorocketmq.common.message_codec import decode_record
 from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.store.config import BrokerRole
+from aiorocketmq.store.dispatch_builder import DispatchRequestBuilder
+from aiorocketmq.store.dispatch_request import DispatchRequest
+from aiorocketmq.store.errors import StoreError
 from aiorocketmq.store.message_store import MessageStore
 from aiorocketmq.store.results import GetMessageStatus, PutMessageStatus
 from tests.support.wait import wait_until
@@ -198,3 +201,67 @@ async def test_a_dead_dispatcher_stops_puts_and_releases_waiters(
     finally:
         await store.shutdown()
     assert config.abort_path.exists()  # the next start recovers as after a crash
+
+
+async def test_a_single_put_is_dispatched_from_its_own_fields(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A put stored as sent is dispatched without reading its record back; the queue
+    unit, the index keys and the arrival are those the scanning way gives."""
+    scanned: list[object] = []
+    scan = DispatchRequestBuilder.from_record
+    monkeypatch.setattr(
+        DispatchRequestBuilder, "from_record", lambda self, r: scanned.append(r) or scan(self, r)
+    )
+    store = await open_store(store_config(tmp_path, verify_writes=False), clock=ManualClock())
+    heard: list[Arrival] = []
+    store.add_arrival_listener(lambda *args: heard.append(args))
+    props = {"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "U1", "\u00e9": "\udc80x"}
+    try:
+        # The first put waits for the first files (CommitLog, this queue's, the index):
+        # the scanning way.
+        await put_ok(store, inner(b"first", queue_id=1, KEYS="k0"))
+        await dispatched(store)
+        scanned.clear()
+        heard.clear()
+        result = await put_ok(store, inner(b"a", queue_id=1, **props))
+        await dispatched(store)
+        assert scanned == []  # nothing was read back
+        assert heard == [(TOPIC, 1, 2, tags_code("TagA"), result.store_timestamp, props)]
+        assert units_of(store, TOPIC, 1)[1] == (
+            result.physical_offset,
+            result.wrote_bytes,
+            tags_code("TagA"),
+        )
+        for key in ("k1", "k2", "U1"):
+            found = store.query_message(TOPIC, key, 4, 0, 2**62)
+            try:
+                offsets = [decode_record(m).physical_offset for m in found.messages]
+                assert offsets == [result.physical_offset], key
+            finally:
+                found.release()
+    finally:
+        await store.shutdown()
+
+
+async def test_a_put_request_that_disagrees_with_its_record_stops_the_store(
+    tmp_path: Path,
+) -> None:
+    store = await open_store(store_config(tmp_path))  # verify_writes on
+    try:
+        result = await put_ok(store, inner(b"a", TAGS="TagA"))
+        await dispatched(store)
+        request = DispatchRequest(
+            TOPIC, 0, result.physical_offset, result.wrote_bytes, 0, result.store_timestamp, 0
+        )
+        builder = DispatchRequestBuilder(())
+        builder.complete_put(request, "TAGS\x01TagA")
+        data = store.get_commit_log_data(result.physical_offset)
+        assert data is not None
+        with data:
+            builder.check_put(request, data.view)  # agrees
+            request.keys = "k"
+            with pytest.raises(StoreError, match="dispatch request"):
+                builder.check_put(request, data.view)
+    finally:
+        await store.shutdown()
