@@ -5,9 +5,6 @@ messages cross between the two protocols through one store."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +17,8 @@ from aiorocketmq.common.message import Message
 from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
 from aiorocketmq.remoting.codes import RequestCode
 from aiorocketmq.remoting.command import RemotingCommand
-from tests.interop.rmq5.sdk_venv import DRIVER, ensure_sdk_python
+from tests.interop.rmq5.sdk_venv import ensure_sdk_python
+from tests.interop.rmq5.sdk_venv import run_sdk as sdk
 from tests.support.cluster import (
     BrokerProcess,
     broker_request,
@@ -33,33 +31,10 @@ from tests.support.procs import ManagedProcess
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 
-_SDK_TIMEOUT_S = 120
-
 
 @pytest.fixture(scope="module")
 def sdk_python() -> Path:
     return ensure_sdk_python()
-
-
-async def sdk(python: Path, home: Path, *args: str) -> dict[str, Any]:
-    """Run one driver subcommand in the SDK's venv; its JSON result."""
-    proc = await asyncio.create_subprocess_exec(
-        str(python),
-        str(DRIVER),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "HOME": str(home)},  # the SDK logs under ~/logs
-    )
-    try:
-        async with asyncio.timeout(_SDK_TIMEOUT_S):
-            out, err = await proc.communicate()
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise
-    assert proc.returncode == 0, f"sdk {args[0]} failed:\n{err.decode()[-3000:]}"
-    return dict(json.loads(out.decode().strip().splitlines()[-1]))
 
 
 async def _cluster(

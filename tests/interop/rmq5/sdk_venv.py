@@ -7,14 +7,19 @@ prove the published package works, not a copy of it.
 
 ``make interop-deps`` calls ``python tests/interop/rmq5/sdk_venv.py``; the interop
 tests call ``ensure_sdk_python()``, which does the same when the venv is missing or
-older than the requirements.
+older than the requirements, and ``run_sdk`` to run one ``sdk_driver.py`` subcommand
+in it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -23,6 +28,7 @@ REQUIREMENTS = HERE / "requirements.txt"
 STAMP = VENV / ".installed"
 DRIVER = HERE / "sdk_driver.py"
 _INSTALL_TIMEOUT_S = 900
+_SDK_TIMEOUT_S = 120
 
 
 def ensure_sdk_python() -> Path:
@@ -44,6 +50,33 @@ def ensure_sdk_python() -> Path:
     )
     STAMP.touch()
     return python
+
+
+async def run_sdk(python: Path, home: Path, *args: str) -> dict[str, Any]:
+    """Run one driver subcommand (``produce``, ``simple``, ``push``) with the SDK's
+    interpreter ``python``, its logs under ``home``; its JSON result.
+
+    Raises:
+        AssertionError: The driver failed (its stderr's tail in the message).
+        TimeoutError: It did not finish within two minutes (it is killed).
+    """
+    proc = await asyncio.create_subprocess_exec(
+        str(python),
+        str(DRIVER),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "HOME": str(home)},  # the SDK logs under ~/logs
+    )
+    try:
+        async with asyncio.timeout(_SDK_TIMEOUT_S):
+            out, err = await proc.communicate()
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
+    assert proc.returncode == 0, f"sdk {args[0]} failed:\n{err.decode()[-3000:]}"
+    return dict(json.loads(out.decode().strip().splitlines()[-1]))
 
 
 if __name__ == "__main__":
