@@ -419,6 +419,9 @@ def _fix_up(
         # listenPort=0 (a free port, tests and launchers) gets a free HA port too.
         ha_port = remoting.listen_port + 1 if remoting.listen_port else 0
         store = store.model_copy(update={"ha_listen_port": ha_port})
+    if remoting.listen_port == 0 and not {"metricsPort", "metrics_port"} & properties.keys():
+        # Likewise /metrics: two such brokers (a test suite's) must not race for 5557.
+        broker = broker.model_copy(update={"metrics_port": -1})
     grpc_keys = {"grpcListenPort", "grpc_listen_port"}
     if remoting.listen_port == 0 and not grpc_keys & properties.keys():
         # The gRPC endpoint too: such brokers (a test suite's) must not race for 8081.

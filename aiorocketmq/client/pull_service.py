@@ -18,7 +18,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Final
 
-from aiorocketmq.client.errors import MQClientError
+from aiorocketmq.client.errors import MQClientError, MQRemotingError
 from aiorocketmq.client.offset_store import ReadOffsetType
 from aiorocketmq.client.process_queue import ProcessQueue
 from aiorocketmq.client.pull_wrapper import build_pull_sys_flag
@@ -107,12 +107,33 @@ class PullMessageService:
                 previously_locked = True
             try:
                 offset = await self._pull_once(mq, pq, offset)
+            except MQRemotingError as exc:
+                log.info("pull failed mq=%s error=%s", mq, exc)
+                if not await self._broker_moved(mq, exc.address):
+                    await asyncio.sleep(delay_on_error)
             except MQClientError as exc:
                 log.info("pull failed mq=%s error=%s", mq, exc)
                 await asyncio.sleep(delay_on_error)
             except Exception:  # a bug must not end this queue's pulls for good
                 log.exception("pull loop error mq=%s", mq)
                 await asyncio.sleep(delay_on_error)
+
+    async def _broker_moved(self, mq: MessageQueue, failed: str | None) -> bool:
+        """After a transport failure at ``failed``: refresh the route at once; True when
+        it now names another node of ``mq``'s broker (its master died and the name
+        servers dropped it, so the slave serves), and the pull is retried now rather
+        than after ``pullTimeDelayMillsWhenException`` (Java waits those 3 s; a
+        consumer then stalls that long on every master failure)."""
+        if failed is None:
+            return False
+        consumer = self.consumer
+        try:
+            await consumer.instance.update_topic_route(mq.topic)
+        except MQClientError:
+            return False
+        node = consumer.pull_wrapper.recalculate_pull_from_which_node(mq)
+        found = consumer.instance.find_broker_address_in_subscribe(mq.broker_name, node, False)
+        return found is not None and found.address != failed
 
     async def _pull_once(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> int:
         """One long-polling pull; returns the next offset."""

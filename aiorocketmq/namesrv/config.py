@@ -137,6 +137,12 @@ def load_namesrv_config(
         field = NamesrvConfig.model_fields[name]
         namesrv_values.pop(field.alias or name, None)
         namesrv_values[name] = value
+    if "metricsPort" not in namesrv_values and "metrics_port" not in namesrv_values:
+        port = namesrv_values.get("listen_port", namesrv_values.get("listenPort"))
+        if str(port).strip() == "0":
+            # A name server on a free port (tests, launchers) gets a free /metrics port
+            # too: two of them must not race for 5558.
+            namesrv_values["metrics_port"] = -1
     namesrv = validate_settings(NamesrvConfig, namesrv_values)
     remoting = validate_settings(
         RemotingServerConfig, {k: v for k, v in properties.items() if k in remoting_keys}
