@@ -40,6 +40,7 @@ from typing import Any
 import msgpack
 
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
+from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.remoting.codes import LanguageCode, SerializeType
 from aiorocketmq.remoting.command import Body, BodyParts, RemotingCommand
 
@@ -292,6 +293,16 @@ def encode_msgpack_header(cmd: RemotingCommand) -> bytes:
 
 def decode_msgpack_header(data: Body) -> _Fields:
     """Parse a MSGPACK header; anything but the 7-item array is a protocol error."""
+    if _KERNEL is not None:
+        fields = _KERNEL.decode_msgpack_header(data)
+        if fields is not None:  # the usual shape; anything else is answered below
+            code, opaque, flag, language, version, remark, ext = fields
+            return code, opaque, flag, _language(language), version, remark, ext
+    return py_decode_msgpack_header(data)
+
+
+def py_decode_msgpack_header(data: Body) -> _Fields:
+    """``decode_msgpack_header`` in Python: the reference, and every unusual header."""
     try:
         obj = msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True)
     except Exception as exc:  # msgpack raises a zoo of types for bad input
@@ -317,6 +328,9 @@ _ENCODERS: dict[int, Callable[[RemotingCommand], bytes]] = {
     SerializeType.ROCKETMQ: encode_rocketmq_header,
     SerializeType.MSGPACK: encode_msgpack_header,
 }
+#: The MSGPACK kernels (``_frame_kernels.pyx``) when built and not turned off.
+_KERNEL = load_kernel("aiorocketmq.remoting._frame_kernels")
+
 _DECODERS: dict[int, Callable[[Body], _Fields]] = {
     SerializeType.JSON: decode_json_header,
     SerializeType.ROCKETMQ: decode_rocketmq_header,
@@ -338,6 +352,20 @@ def encode_frame_parts(
     Raises:
         LocalProtocolError: the header cannot be encoded or the frame is too long.
     """
+    body = cmd.body_parts if cmd.body_parts is not None else cmd.body
+    if _KERNEL is not None and cmd.serialize_type is SerializeType.MSGPACK:
+        head = _KERNEL.encode_msgpack_head(
+            SerializeType.MSGPACK, cmd.code, cmd.language.value, cmd.version, cmd.opaque,
+            cmd.flag, cmd.remark, cmd.ext_fields, cmd.body_length, max_frame_length,
+        )  # fmt: skip
+        if head is not None:  # the usual command; anything else (or an error) below
+            return head, body
+    return py_encode_frame_head(cmd, max_frame_length), body
+
+
+def py_encode_frame_head(cmd: RemotingCommand, max_frame_length: int) -> bytes:
+    """Length prefix + header info + header in Python: the reference, and every
+    command the MSGPACK kernel leaves to it."""
     header = _ENCODERS[cmd.serialize_type](cmd)
     header_len = len(header)
     if header_len > MAX_HEADER_LENGTH:
@@ -346,8 +374,7 @@ def encode_frame_parts(
     if length + 4 > max_frame_length:
         raise LocalProtocolError(f"frame of {length + 4} bytes exceeds {max_frame_length}")
     info = (int(cmd.serialize_type) << 24) | header_len
-    body = cmd.body_parts if cmd.body_parts is not None else cmd.body
-    return _PREFIX.pack(length, info) + header, body
+    return _PREFIX.pack(length, info) + header
 
 
 def encode_frame_buffers(

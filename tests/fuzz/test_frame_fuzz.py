@@ -39,6 +39,14 @@ from aiorocketmq.remoting.headers import (
     ext_str,
 )
 from tests.fuzz.mutate import FuzzReport, all_frames, client_frames, run_fuzz
+from tests.support.kernels import IMPLEMENTATIONS, use_frame_kernel
+
+
+@pytest.fixture(autouse=True, params=IMPLEMENTATIONS)
+def _frame_kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here runs on the MSGPACK C kernel and on the pure-Python reference."""
+    use_frame_kernel(request.param, monkeypatch)
+
 
 pytestmark = pytest.mark.fuzz
 

@@ -26,3 +26,13 @@ def kernel_or_skip(name: str) -> ModuleType:
         return importlib.import_module(name)
     except ImportError as exc:
         pytest.fail(f"{name} is not built ({exc}): run `pip install -e .` with a C compiler")
+
+
+def use_frame_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``remoting.frame`` use its C kernel ("c") or the reference ("python")."""
+    from aiorocketmq.remoting import frame
+
+    kernel = None
+    if implementation == "c":
+        kernel = kernel_or_skip("aiorocketmq.remoting._frame_kernels")
+    monkeypatch.setattr(frame, "_KERNEL", kernel)

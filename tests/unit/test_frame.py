@@ -30,7 +30,15 @@ import pytest
 from aiorocketmq.remoting.codes import LanguageCode, SerializeType
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.frame import FrameDecoder, decode_frame_payload, encode_frame
+from tests.support.kernels import IMPLEMENTATIONS, use_frame_kernel
 from tests.support.vectors import load_jsonl
+
+
+@pytest.fixture(autouse=True, params=IMPLEMENTATIONS)
+def _frame_kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here runs on the MSGPACK C kernel and on the pure-Python reference."""
+    use_frame_kernel(request.param, monkeypatch)
+
 
 # ---------------------------------------------------------------------------- vectors
 
