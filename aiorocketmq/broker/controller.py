@@ -80,6 +80,7 @@ from aiorocketmq.broker.stats_windows import (
     StatsWindows,
 )
 from aiorocketmq.broker.subscription_group import SubscriptionGroupManager
+from aiorocketmq.broker.timer import TimerMessageService
 from aiorocketmq.broker.topic_config import TopicConfigManager
 from aiorocketmq.broker.transaction.check_service import TransactionalMessageCheckService
 from aiorocketmq.broker.transaction.half_service import TransactionalMessageBridge
@@ -160,6 +161,8 @@ class BrokerController(Service):
         self._build_offset_services()
         self.locks = RebalanceLockManager(self.clock)
         self.schedule = ScheduleMessageService(self.store, self._executor, clock=self.clock)
+        # RocketMQ 5's timed messages (gRPC DELAY, remoting TIMER_* properties).
+        self.timer = TimerMessageService(self.ctx)
         self.sampler = StoreStatsSampler(self.store.stats, self.clock)
         self.broker_stats = BrokerStats(self.store.stats, self.clock)
         self.transactions = TransactionalMessageBridge(self.ctx)
@@ -260,7 +263,7 @@ class BrokerController(Service):
 
     def _wire(self) -> None:
         self.pull.register(self.table)
-        SendProcessor(self.ctx).register(self.table)
+        SendProcessor(self.ctx, self.timer).register(self.table)
         gate = self.offset_catch_up if self.offset_catch_up.enabled else None
         ConsumerManageProcessor(self.ctx, gate).register(self.table)
         ClientManageProcessor(self.ctx).register(self.table)
@@ -384,6 +387,7 @@ class BrokerController(Service):
         await self.stats_windows.start()
         # Master-only work (idle on a slave: the services check the role themselves).
         await self.schedule.start()
+        await self.timer.start()
         await self.transaction_check.start()
         if self.ctx.is_slave:
             await self.slave_sync.start()
@@ -407,6 +411,7 @@ class BrokerController(Service):
             self.slave_sync,
             self.offset_catch_up,
             self.transaction_check,
+            self.timer,
             self.schedule,
             self.sampler,
             self.broker_stats,

@@ -12,6 +12,9 @@ from the watermark and re-arms whatever was not delivered; a crash between a del
 and the next progress write can deliver that message twice (at least once), never
 lose it, never deliver it early.
 
+A remoting producer's timed message (``broker.timed_message``) takes the same path
+as a gRPC DELAY message.
+
 Must not: hold gRPC or request logic (the proxy and the send path call ``schedule``).
 """
 
@@ -21,12 +24,18 @@ import asyncio
 import heapq
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
 from aiorocketmq.broker.config_manager import ConfigManager, config_file_path
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.processors.send import join_properties
+from aiorocketmq.broker.timed_message import (
+    PROPERTY_TIMER_DELIVER_MS,
+    TIMER_TOPIC,
+    deliver_time_ms,
+)
 from aiorocketmq.common.constants import PERM_READ, PERM_WRITE
 from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.message import MessageExt
@@ -43,8 +52,6 @@ __all__ = ["PROPERTY_TIMER_DELIVER_MS", "TIMER_TOPIC", "TimerMessageService"]
 
 log = logging.getLogger(__name__)
 
-TIMER_TOPIC: Final = "rmq_sys_wheel_timer"
-PROPERTY_TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
 PROGRESS_FILE: Final = "timerProgress.json"
 _TIMER_GROUP: Final = "CID_RMQ_SYS_TIMER"
 _READ_BATCH: Final = 256
@@ -102,10 +109,11 @@ class TimerMessageService(Service):
         return len(self._heap)
 
     async def on_start(self) -> None:
-        """Load the progress, re-arm what the timer queue still holds, deliver."""
+        """Load the progress, re-arm what the timer queue still holds, deliver (a
+        slave does nothing: its master delivers, and the store refuses its puts)."""
         ctx = self._ctx
-        if ctx.topics.select_topic_config(TIMER_TOPIC) is None:
-            ctx.topics.update_topic_config(TopicConfig(TIMER_TOPIC, 1, 1, PERM_READ | PERM_WRITE))
+        if ctx.is_slave:
+            return
         await self._progress.load()
         store = ctx.store
         await store.dispatcher.wait_dispatched(store.max_phy_offset)
@@ -120,8 +128,13 @@ class TimerMessageService(Service):
 
     async def on_shutdown(self) -> None:
         """Write the progress."""
-        await self._progress.flush()
+        if not self._ctx.is_slave:
+            await self._progress.flush()
         await self._executor.shutdown()
+
+    def due_ms(self, props: Mapping[str, str], topic: str, now_ms: int) -> int | None:
+        """``deliver_time_ms`` (the send path's view of this service)."""
+        return deliver_time_ms(props, topic, now_ms)
 
     def _scan(self, start: int) -> list[tuple[int, int]]:
         """``(queue offset, deliver ms)`` of every parked message from ``start`` on."""
@@ -148,6 +161,9 @@ class TimerMessageService(Service):
 
     async def schedule(self, msg: MessageExtBrokerInner, deliver_ms: int) -> PutMessageResult:
         """Park ``msg`` until ``deliver_ms`` (the put's result is the client's answer)."""
+        topics = self._ctx.topics
+        if topics.select_topic_config(TIMER_TOPIC) is None:  # made on first use
+            topics.update_topic_config(TopicConfig(TIMER_TOPIC, 1, 1, PERM_READ | PERM_WRITE))
         props = msg.properties
         props[_C.PROPERTY_REAL_TOPIC] = msg.topic
         props[_C.PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)

@@ -26,7 +26,7 @@ from google.protobuf.message import Message
 from grpc import aio
 
 from aiorocketmq.broker.controller import BrokerController
-from aiorocketmq.broker.timer import PROPERTY_TIMER_DELIVER_MS, TimerMessageService
+from aiorocketmq.broker.timer import PROPERTY_TIMER_DELIVER_MS
 from aiorocketmq.proxy.clients import ClientRegistry, ClientState, merged_settings
 from aiorocketmq.proxy.messaging import CallInfo, MessagingActivities
 from aiorocketmq.proxy.pop import PopService
@@ -90,7 +90,7 @@ class GrpcProxy(Service):
         self.activities = MessagingActivities(self._ctx, self.pop, self.clients, 0)
         self.transactions = ProxyTransactions(self._ctx, controller.transactions, self.clients)
         self.activities.transactions = self.transactions
-        self.timer = TimerMessageService(self._ctx)
+        self.timer = controller.timer  # started and stopped by the broker
         self.activities.delay_hook = self._delay
         self._server: aio.Server | None = None
         self.port = 0
@@ -100,7 +100,6 @@ class GrpcProxy(Service):
     async def on_start(self) -> None:
         """Replay POP state, then bind and serve."""
         await self.pop.start()
-        await self.timer.start()
         server = aio.server(
             options=[
                 ("grpc.max_receive_message_length", _MAX_INBOUND_BYTES),
@@ -129,7 +128,6 @@ class GrpcProxy(Service):
         self.clients.close_all()
         if self._server is not None:
             await self._server.stop(_SHUTDOWN_GRACE_S)
-        await self.timer.shutdown()
         await self.pop.shutdown()
 
     def _expire_clients(self) -> None:

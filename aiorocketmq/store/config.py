@@ -286,6 +286,22 @@ class MessageStoreConfig(BaseModel):
     enable_schedule_message_stats: bool = Field(True, description="Schedule statistics.")
     enable_schedule_async_deliver: bool = Field(False, description="Async delay delivery.")
     schedule_async_deliver_max_pending_limit: int = Field(2000, description="Async deliver cap.")
+    timer_wheel_enable: bool = Field(
+        True,
+        description=(
+            "aiorocketmq (RocketMQ 5's key): messages with a delivery time (TIMER_DELIVER_MS, "
+            "TIMER_DELAY_SEC, TIMER_DELAY_MS) wait in the broker's durable timer; false "
+            "refuses them."
+        ),
+    )
+    timer_max_delay_sec: int = Field(
+        3 * 24 * 3600,
+        ge=1,
+        description=(
+            "aiorocketmq (RocketMQ 5's key): the furthest delivery time a remoting send may "
+            "ask for (s)."
+        ),
+    )
     schedule_async_deliver_max_resend_num2_blocked: int = Field(3, description="Resends to block.")
 
     # -- DLedger and LMQ (accepted so a stock broker.conf loads; not implemented) --------

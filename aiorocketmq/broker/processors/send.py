@@ -12,6 +12,12 @@ or map put statuses (``broker.status_map`` does). A prepared message is refused 
 ``rejectTransactionMessage`` (as Java) and otherwise stored as a half message by
 ``transaction.half_service``.
 
+A message with RocketMQ 5's timer properties (``TIMER_DELIVER_MS``,
+``TIMER_DELAY_SEC``, ``TIMER_DELAY_MS``; ``HookUtils.handleScheduleMessage``) due
+later goes to the broker's durable timer (``broker.timer``) when one is given; a
+delay level wins over them (they are dropped), as in RocketMQ 5. Batches are stored
+as sent (RocketMQ 5 applies its timer hook to single puts only).
+
 Batch or not is decided by the header's ``batch`` field, not the request code,
 exactly as Java.
 """
@@ -20,11 +26,12 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Awaitable
-from typing import Final
+from collections.abc import Awaitable, Mapping
+from typing import Final, Protocol
 
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.status_map import disk_util_text, put_response
+from aiorocketmq.broker.timed_message import TIMER_PROPERTIES
 from aiorocketmq.broker.transaction.half_service import put_half_message
 from aiorocketmq.common.batch_codec import count_batch_entries
 from aiorocketmq.common.constants import (
@@ -96,11 +103,29 @@ def _parse_host(address: str) -> tuple[str, int]:
         return "127.0.0.1", 0
 
 
-class SendProcessor:
-    """Handles the three send codes for one broker."""
+class TimerHook(Protocol):
+    """What the send path needs of the durable timer (``broker.timer``)."""
 
-    def __init__(self, ctx: BrokerContext) -> None:
+    def due_ms(self, props: Mapping[str, str], topic: str, now_ms: int) -> int | None:
+        """When a message with timer properties is due (None: not a timed message);
+        ValueError for a value that is not an integer."""
+
+    def schedule(self, msg: MessageExtBrokerInner, deliver_ms: int) -> Awaitable[PutMessageResult]:
+        """Park ``msg`` until ``deliver_ms``."""
+
+
+class SendProcessor:
+    """Handles the three send codes for one broker.
+
+    Args:
+        ctx: the broker's parts.
+        timer: the durable timer for RocketMQ 5's timed messages (None: they are
+            stored at once, as before RocketMQ 5).
+    """
+
+    def __init__(self, ctx: BrokerContext, timer: TimerHook | None = None) -> None:
         self._ctx = ctx
+        self._timer = timer
         self._random = random.Random()
 
     def register(self, table: ProcessorTable) -> None:
@@ -289,7 +314,47 @@ class SendProcessor:
                 )
             real_queue_id = msg.queue_id  # the reply names it, not the half queue (as Java)
             return put_half_message(ctx.store, msg), real_queue_id
-        return ctx.store.put_message_nowait(msg), msg.queue_id
+        queue_id = msg.queue_id  # a timed message's reply names its real queue (as Java)
+        timed = self._timed(msg, stored)
+        if timed is not None:
+            return timed, queue_id
+        return ctx.store.put_message_nowait(msg), queue_id
+
+    def _timed(
+        self, msg: MessageExtBrokerInner, props: dict[str, str]
+    ) -> Awaitable[PutMessageResult] | None:
+        """RocketMQ 5's ``handleScheduleMessage`` for a message that is not a half
+        message: its put through the timer when it is due later, else None."""
+        timer, cfg = self._timer, self._ctx.store_config
+        if timer is None or self._ctx.is_slave or not any(k in props for k in TIMER_PROPERTIES):
+            return None  # (a slave's store refuses the put itself)
+        if props.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL, "0") not in ("", "0"):
+            for key in TIMER_PROPERTIES:  # a delay level wins; RocketMQ drops the rest
+                props.pop(key, None)
+                msg.properties.pop(key, None)
+            msg.properties_string = join_properties(props)
+            return None
+        if not cfg.timer_wheel_enable:
+            raise ProcessorError(
+                ResponseCode.SYSTEM_ERROR,
+                "accurate timer message is not enabled, timerWheelEnable is false",
+            )
+        now = self._ctx.clock.now_ms()
+        try:
+            due = timer.due_ms(props, msg.topic, now)
+        except ValueError:
+            due = now + cfg.timer_max_delay_sec * 1000 + 1  # refused below, as Java
+        if due is None or due <= now:
+            return None
+        if due - now > cfg.timer_max_delay_sec * 1000:
+            raise ProcessorError(
+                ResponseCode.MESSAGE_ILLEGAL,
+                "timer message illegal, the delay time should not be bigger than the max "
+                f"delay {cfg.timer_max_delay_sec * 1000}ms; or if set del msg, the delay time "
+                "should be bigger than the current time",
+            )
+        msg.properties = props
+        return timer.schedule(msg, due)
 
     def _send_batch(
         self,

@@ -113,6 +113,8 @@ def test_every_java_field_is_an_alias() -> None:
         "diskSpaceWarningLevelRatio",
         "diskSpaceCleanForciblyRatio",
         "checkpointFlushInterval",
+        "timerWheelEnable",  # RocketMQ 5's timer keys (broker.timer)
+        "timerMaxDelaySec",
     }
     for name, field in MessageStoreConfig.model_fields.items():
         if field.alias not in JAVA_FIELDS:
