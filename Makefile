@@ -26,7 +26,7 @@ NODE_STAMP := $(NODE_DIR)/node_modules/.installed
 NODE5_DIR   := tests/interop/node5
 NODE5_STAMP := $(NODE5_DIR)/node_modules/.installed
 
-.PHONY: run test lint bench clean interop-deps compose-check browser proto
+.PHONY: run test lint bench clean interop-deps compose-check browser wheelhouse compose-test proto
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -84,6 +84,19 @@ compose-check: $(STAMP)
 		echo "compose config --quiet $$f"; \
 		"$$compose" -f "$$f" config --quiet || exit 1; \
 	done
+
+## wheelhouse: the project's wheel and its dependencies' in deploy/wheelhouse, which
+## deploy/Dockerfile installs from with no network (an air-gapped image build); run it
+## again after changing the code, or the image keeps the old wheel
+wheelhouse: $(RUN_STAMP)
+	rm -f deploy/wheelhouse/aiorocketmq-*.whl
+	$(BIN)/python -m pip wheel --quiet --wheel-dir deploy/wheelhouse .
+
+## compose-test: tests/docker alone: the image built on a local Debian-made base, the
+## compose cluster on a real engine (installed and started as root when missing), clients
+## on the host and in a container, a master killed under load; `make test` runs it too
+compose-test: $(STAMP)
+	$(BIN)/python -m pytest -p no:xdist -s -m docker tests/docker
 
 ## lint: ruff, import contracts, mypy --strict on the core layers
 lint: $(STAMP)
@@ -143,4 +156,4 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .venv-rmq5 .pytest_cache .ruff_cache .mypy_cache .hypothesis $(NODE_DIR)/node_modules \
-		$(NODE5_DIR)/node_modules
+		$(NODE5_DIR)/node_modules deploy/wheelhouse

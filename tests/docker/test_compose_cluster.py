@@ -81,16 +81,18 @@ JOB_SCRIPT = REPO / "tests" / "docker" / "network_client.py"
 
 @dataclass
 class Cluster:
-    """The running compose project and the figures of bringing it up."""
+    """A compose project on one file, and the figures of bringing it up."""
 
     engine: DockerEngine
     env: dict[str, str]
     workdir: Path
+    project: str = PROJECT
+    file: Path = REPO / "docker-compose.yml"
     figures: dict[str, float] = field(default_factory=dict)
 
     def compose(self, *args: str, timeout: float = 300, check: bool = True) -> str:
         result = subprocess.run(
-            [str(COMPOSE_BIN), "-p", PROJECT, "-f", str(REPO / "docker-compose.yml"), *args],
+            [str(COMPOSE_BIN), "-p", self.project, "-f", str(self.file), *args],
             capture_output=True, text=True, timeout=timeout, env=self.env, check=False,
         )  # fmt: skip
         if check and result.returncode != 0:
@@ -98,12 +100,33 @@ class Cluster:
         return result.stdout
 
     def container(self, service: str) -> str:
-        return f"{PROJECT}-{service}-1"
+        return f"{self.project}-{service}-1"
 
     def health(self, service: str) -> str:
         return self.engine.run(
             "inspect", "-f", "{{.State.Health.Status}}", self.container(service)
         ).strip()
+
+    def down(self) -> None:
+        """Keep the last logs beside the test's files, then remove everything."""
+        logs = self.compose("logs", "--no-color", "--tail", "200", timeout=60, check=False)
+        (self.workdir / f"{self.project}.log").write_text(logs)
+        self.compose("down", "-v", "--timeout", "30", timeout=300, check=False)
+
+
+@dataclass
+class Image:
+    """The project image built for this module, and how long that took."""
+
+    engine: DockerEngine
+    base: str
+    build_s: float
+    size_mb: float
+
+    def cluster(self, workdir: Path, **kw: object) -> Cluster:
+        env = {**os.environ, "AIOROCKETMQ_IMAGE": IMAGE, "AIOROCKETMQ_BASE_IMAGE": self.base}
+        env.pop("BROKER_IP", None)
+        return Cluster(self.engine, env, workdir, **kw)  # type: ignore[arg-type]
 
 
 def _port_in_use(port: int) -> bool:
@@ -124,27 +147,28 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerEngine]:
 
 
 @pytest.fixture(scope="module")
-def cluster(engine: DockerEngine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def image(engine: DockerEngine) -> Iterator[Image]:
     # /metrics ports are left to _up: other tests' nodes may hold one for a moment.
     busy = [p for p in HOST_PORTS if p not in METRICS_PORTS and _port_in_use(p)]
-    assert not busy, f"host ports docker-compose.yml publishes are in use: {busy}"
+    assert not busy, f"host ports the compose files use are in use: {busy}"
     base = base_image(engine)
     build_s = build_project_image(engine, base, IMAGE)
-    env = {**os.environ, "AIOROCKETMQ_IMAGE": IMAGE, "AIOROCKETMQ_BASE_IMAGE": base}
-    env.pop("BROKER_IP", None)
-    workdir = tmp_path_factory.mktemp("compose")
-    cluster = Cluster(engine, env, workdir)
-    cluster.figures["build_s"] = build_s
     size = engine.run("image", "inspect", "-f", "{{.Size}}", IMAGE)
-    cluster.figures["image_mb"] = int(size) / 1e6
+    try:
+        yield Image(engine, base, build_s, int(size) / 1e6)
+    finally:
+        engine.run("image", "rm", "-f", CLIENT_IMAGE, check=False)
+
+
+@pytest.fixture(scope="module")
+def cluster(image: Image, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    cluster = image.cluster(tmp_path_factory.mktemp("compose"))
+    cluster.figures.update(build_s=image.build_s, image_mb=image.size_mb)
     try:
         cluster.figures["healthy_s"] = _up(cluster)
         yield cluster
     finally:
-        logs = cluster.compose("logs", "--no-color", "--tail", "200", timeout=60, check=False)
-        (workdir / "compose.log").write_text(logs)
-        cluster.compose("down", "-v", "--timeout", "30", timeout=300, check=False)
-        engine.run("image", "rm", "-f", CLIENT_IMAGE, check=False)
+        cluster.down()
 
 
 def _up(cluster: Cluster, attempts: int = 3) -> float:
@@ -232,11 +256,39 @@ def _check_job(code: int, out: str, err: str, expected: int) -> dict[str, object
     return report
 
 
+async def test_host_network_variant(image: Image, tmp_path: Path) -> None:
+    """deploy/docker-compose.host.yml: up, a client on the host and one in a container
+    on the host's network, down. First, while the bridge cluster's ports are free."""
+    host = image.cluster(tmp_path, project=f"{PROJECT}-host",
+                         file=REPO / "deploy" / "docker-compose.host.yml")  # fmt: skip
+    try:
+        print(f"\nhost-network variant healthy in {_up(host):.1f} s")
+        code, out, err = await _run(
+            sys.executable, str(JOB_SCRIPT), HOST_NAMESRV, "HostNetTopic", "host-group",
+            "--produce", "2000", "--prefix", "h",
+        )  # fmt: skip
+        _check_job(code, out, err, expected=2000)
+        job = await _run(
+            "docker", "run", "--rm", "--network", "host", "-v",
+            f"{JOB_SCRIPT}:/opt/job/network_client.py:ro", IMAGE, "python",
+            "/opt/job/network_client.py", HOST_NAMESRV, "HostNetTopic", "container-group",
+            "--produce", "2000", "--prefix", "c", "--expect", "h:2000",
+        )  # fmt: skip
+        _check_job(*job, expected=4000)
+    finally:
+        host.down()
+
+
 def test_image_builds_and_the_cluster_becomes_healthy(cluster: Cluster) -> None:
     for service in SERVICES:
         assert cluster.health(service) == "healthy", service
     user = cluster.engine.run("image", "inspect", "-f", "{{.Config.User}}", IMAGE).strip()
     assert user == "10001"
+    # The healthcheck followed the ready line the broker wrote, in the container's /tmp.
+    ready = cluster.engine.run(
+        "exec", cluster.container("broker-a"), "cat", "/tmp/aiorocketmq-ready"
+    )
+    assert ready.startswith("mqbroker ready address=127.0.0.1:10911 name=broker-a")
     print(
         f"\ncompose figures: image {cluster.figures['image_mb']:.0f} MB, "
         f"build {cluster.figures['build_s']:.1f} s, healthy {cluster.figures['healthy_s']:.1f} s"

@@ -26,6 +26,7 @@ from aiorocketmq.runtime import (
     Service,
     ServiceState,
     ServiceStateError,
+    announce_ready,
     get_logger,
     install_uvloop,
     kv,
@@ -34,6 +35,7 @@ from aiorocketmq.runtime import (
     setup_logging,
 )
 from aiorocketmq.runtime.logging import KeyValueFormatter
+from aiorocketmq.runtime.loop import READY_FILE_ENV
 from tests.support import ManagedProcess, wait_until, wait_until_sync
 
 LIFECYCLE_LOGGER = "aiorocketmq.runtime.lifecycle"
@@ -597,3 +599,22 @@ def test_freeze_startup_objects_takes_them_out_of_the_collector() -> None:
     )
     before, after = (int(v) for v in done.stdout.split())
     assert before == 0 and after > 1000, done.stdout
+
+
+def test_announce_ready_prints_and_writes_the_ready_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "ready"
+    announce_ready("mqnamesrv ready address=0.0.0.0:9876 pid=7", {READY_FILE_ENV: str(target)})
+    assert capsys.readouterr().out == "mqnamesrv ready address=0.0.0.0:9876 pid=7\n"
+    assert target.read_text() == "mqnamesrv ready address=0.0.0.0:9876 pid=7\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["ready"]  # no temp file left
+    announce_ready("again", {})  # no variable: printed only
+    assert capsys.readouterr().out == "again\n" and target.read_text().startswith("mqnamesrv")
+
+
+def test_announce_ready_survives_an_unwritable_ready_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    announce_ready("ready", {READY_FILE_ENV: str(tmp_path / "missing-dir" / "ready")})
+    assert capsys.readouterr().out == "ready\n"
