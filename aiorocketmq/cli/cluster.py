@@ -13,8 +13,9 @@ Usage::
 Layouts: ``1m``, ``2m-2s-sync`` and ``2m-2s-async`` ship with the package; your own
 are found in ``$AIOROCKETMQ_LAYOUTS`` and ``./deploy/conf/<NAME>/`` first (a directory
 path works too). Every node serves ``/metrics`` on its own port, and every broker
-RocketMQ 5's gRPC endpoint on its own (``status`` shows both). ``--port-base N`` moves every port by one amount so the layout's lowest
-remoting port becomes N (``0``: a free base). ``--set`` adds a broker setting to
+RocketMQ 5's gRPC endpoint on its own (``status`` shows both). ``--port-base N``
+moves every port by one amount so the layout's lowest remoting port becomes N
+(``0``: a free base). ``--set`` adds a broker setting to
 every broker. ``up`` returns once every broker is registered with every name server; with
 ``--foreground`` it stays attached and stops everything on Ctrl-C or SIGTERM.
 
