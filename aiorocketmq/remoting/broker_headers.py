@@ -189,6 +189,26 @@ class SendMessageResponseHeader:
     @classmethod
     def from_ext_fields(cls, f: Fields) -> SendMessageResponseHeader:
         """Parse; ``MSG_REGION`` and ``TRACE_ON`` are optional."""
+        # Every send's reply: the usual one (plain digits, "true"/"false") is read
+        # directly; anything else goes the general way, with Java's rules and texts.
+        try:
+            queue_id, queue_offset = f["queueId"], f["queueOffset"]
+            trace_text = f.get("TRACE_ON")
+            trace_on = None if trace_text is None else _BOOL_TEXT[trace_text]
+            if (
+                0 < len(queue_id) < 10 and 0 < len(queue_offset) < 19
+                and (queue_id + queue_offset).isdigit() and (queue_id + queue_offset).isascii()
+            ):  # fmt: skip
+                return cls(
+                    f["msgId"], int(queue_id), int(queue_offset), f.get("transactionId"),
+                    f.get("MSG_REGION"), trace_on,
+                )  # fmt: skip
+        except KeyError:
+            pass  # a required field is missing or TRACE_ON is unusual: say which, below
+        return cls._parse(f)
+
+    @classmethod
+    def _parse(cls, f: Fields) -> SendMessageResponseHeader:
         trace = ext_opt_str(f, "TRACE_ON")
         return cls(
             msg_id=ext_str(f, "msgId"),

@@ -287,3 +287,51 @@ def test_send_v2_direct_path_reads_a_usual_header() -> None:
         "broker-a",
     )  # fmt: skip
     assert header.to_ext_fields_v2() == fields
+
+
+def _assert_reply_paths_agree(fields: dict[str, str]) -> None:
+    try:
+        expected: object = SendMessageResponseHeader._parse(fields)
+    except HeaderFieldError as exc:
+        expected = str(exc)
+    try:
+        got: object = SendMessageResponseHeader.from_ext_fields(fields)
+    except HeaderFieldError as exc:
+        got = str(exc)
+    assert got == expected
+
+
+@given(
+    fields=st.fixed_dictionaries(
+        {"msgId": st.text(max_size=8), "queueId": st.integers(0, 999_999_999).map(str),
+         "queueOffset": st.integers(0, 2**62).map(str)},
+        optional={"TRACE_ON": st.sampled_from(["true", "false"]), "MSG_REGION": st.text(max_size=4),
+                  "transactionId": st.text(max_size=4)},
+    ),
+    key=st.sampled_from(["msgId", "queueId", "queueOffset", "TRACE_ON"]),
+    odd=st.none() | _V2_ODD_INT | _V2_ODD_BOOL,
+)  # fmt: skip
+@settings(max_examples=400, deadline=None)
+def test_send_reply_direct_path_equals_the_general_one(
+    fields: dict[str, str], key: str, odd: str | None
+) -> None:
+    _assert_reply_paths_agree(fields)
+    if odd is None:
+        fields.pop(key, None)
+    else:
+        fields[key] = odd
+    _assert_reply_paths_agree(fields)
+
+
+def test_send_reply_direct_path_at_every_boundary() -> None:
+    usual = {"msgId": "M", "queueId": "1", "queueOffset": "2", "TRACE_ON": "true"}
+    odd = ["007", "999999999", "1000000000", "2147483647", "2147483648", "-1", "+1", " 1",
+           "", "\u0663", "922337203685477580", "9223372036854775807", "9223372036854775808",
+           "9999999999999999999"]  # fmt: skip
+    for key in ("queueId", "queueOffset"):
+        for text in odd:
+            _assert_reply_paths_agree(usual | {key: text})
+    for text in ["true", "false", "TRUE", "1", "0", " true", "yes", ""]:
+        _assert_reply_paths_agree(usual | {"TRACE_ON": text})
+    for key in usual:
+        _assert_reply_paths_agree({k: v for k, v in usual.items() if k != key})
