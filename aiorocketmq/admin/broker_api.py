@@ -172,9 +172,14 @@ class BrokerAdminAPI:
     # -- topics -------------------------------------------------------------------------
 
     async def create_topic(
-        self, address: str, config: TopicConfig, default_topic: str = AUTO_CREATE_TOPIC_KEY
+        self,
+        address: str,
+        config: TopicConfig,
+        default_topic: str = AUTO_CREATE_TOPIC_KEY,
+        attributes: str | None = None,
     ) -> None:
-        """UPDATE_AND_CREATE_TOPIC: create or update ``config`` on one broker."""
+        """UPDATE_AND_CREATE_TOPIC: create or update ``config`` on one broker;
+        ``attributes`` is RocketMQ 5's modification text (``+message.type=FIFO``)."""
         header = CreateTopicRequestHeader(
             topic=config.topic_name,
             default_topic=default_topic,
@@ -184,6 +189,7 @@ class BrokerAdminAPI:
             topic_filter_type=config.topic_filter_type,
             topic_sys_flag=config.topic_sys_flag,
             order=config.order,
+            attributes=attributes,
         )
         await self._ok(address, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
 

@@ -108,7 +108,7 @@ async def update_topic(admin: MQAdmin, args: Namespace, write: Write) -> None:
     conf: str | None = None
     if args.brokerAddr:
         addr = args.brokerAddr.strip()
-        await admin.create_topic(addr, config)
+        await admin.create_topic(addr, config, args.attributes)
         updated.append(addr)
         if config.order:
             broker_name = await admin.broker_name_by_addr(addr)
@@ -119,7 +119,7 @@ async def update_topic(admin: MQAdmin, args: Namespace, write: Write) -> None:
     else:
         cluster = args.clusterName.strip()
         for addr in await admin.master_addrs(cluster):
-            await admin.create_topic(addr, config)
+            await admin.create_topic(addr, config, args.attributes)
             updated.append(addr)
             text(f"create topic to {addr} success.\n")
         if config.order:

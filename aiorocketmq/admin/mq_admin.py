@@ -215,9 +215,12 @@ class MQAdmin:
 
     # -- brokers ----------------------------------------------------------------------
 
-    async def create_topic(self, address: str, config: TopicConfig) -> None:
-        """Create or update a topic on one broker."""
-        await self.broker.create_topic(address, config)
+    async def create_topic(
+        self, address: str, config: TopicConfig, attributes: str | None = None
+    ) -> None:
+        """Create or update a topic on one broker (``attributes``: RocketMQ 5's
+        modification text, ``+message.type=FIFO``)."""
+        await self.broker.create_topic(address, config, attributes=attributes)
 
     async def delete_topic_in_brokers(self, addresses: Sequence[str], topic: str) -> None:
         """DELETE_TOPIC_IN_BROKER on each address, in order (the first failure stops)."""

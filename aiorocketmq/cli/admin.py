@@ -119,6 +119,7 @@ def _topic_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add(p, "o", "order", "set topic's order(true|false)")
     _add(p, "u", "unit", "is unit topic (true|false)")
     _add(p, "s", "hasUnitSub", "has unit sub (true|false)")
+    _add(p, "a", "attributes", "attribute(+a=b,+c=d,-e), RocketMQ 5: +message.type=FIFO")
 
     p = sub.add_parser(
         "deleteTopic", parents=[common], help="Delete topic from broker and NameServer."

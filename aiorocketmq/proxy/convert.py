@@ -33,6 +33,7 @@ __all__ = [
     "PROPERTY_SHARDING_KEY",
     "PROPERTY_TIMER_DELIVER_MS",
     "message_type_of",
+    "sent_message_type",
     "to_stored",
     "to_v2",
 ]
@@ -42,6 +43,7 @@ PROPERTY_SHARDING_KEY: Final = "__SHARDINGKEY"
 PROPERTY_BORN_HOST: Final = "__BORNHOST"
 PROPERTY_TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
 PROPERTY_TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
+PROPERTY_TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
 PROPERTY_TRACE_CONTEXT: Final = "TRACE_CONTEXT"
 PROPERTY_BORN_TIMESTAMP: Final = "BORN_TIMESTAMP"
 PROPERTY_DLQ_ORIGIN_TOPIC: Final = "DLQ_ORIGIN_TOPIC"
@@ -51,6 +53,7 @@ RESERVED_PROPERTIES: Final = SYSTEM_PROPERTY_NAMES | {
     PROPERTY_BORN_HOST,
     PROPERTY_TIMER_DELIVER_MS,
     PROPERTY_TIMER_DELAY_SEC,
+    PROPERTY_TIMER_DELAY_MS,
     PROPERTY_TRACE_CONTEXT,
     PROPERTY_BORN_TIMESTAMP,
     PROPERTY_DLQ_ORIGIN_TOPIC,
@@ -193,9 +196,23 @@ def message_type_of(props: dict[str, str]) -> pb.MessageType:
         _C.PROPERTY_DELAY_TIME_LEVEL in props
         or PROPERTY_TIMER_DELIVER_MS in props
         or PROPERTY_TIMER_DELAY_SEC in props
+        or PROPERTY_TIMER_DELAY_MS in props
     ):
         return pb.MessageType.DELAY
     if PROPERTY_SHARDING_KEY in props:
+        return pb.MessageType.FIFO
+    return pb.MessageType.NORMAL
+
+
+def sent_message_type(msg: pb.Message) -> pb.MessageType:
+    """``message_type_of`` the record ``to_stored`` makes of a checked ``msg`` (its
+    user properties hold no reserved name, so only these fields decide)."""
+    sysp = msg.system_properties
+    if sysp.message_type == pb.MessageType.TRANSACTION:
+        return pb.MessageType.TRANSACTION
+    if sysp.HasField("delivery_timestamp"):
+        return pb.MessageType.DELAY
+    if sysp.HasField("message_group"):
         return pb.MessageType.FIFO
     return pb.MessageType.NORMAL
 

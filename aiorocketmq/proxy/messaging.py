@@ -26,16 +26,25 @@ from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.transaction.half_service import put_half_message
 from aiorocketmq.common.constants import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
     is_readable,
     is_writeable,
 )
 from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
 from aiorocketmq.common.tag_hash import java_string_hash
+from aiorocketmq.common.topic_attributes import MIXED, topic_message_type
 from aiorocketmq.common.topic_config import TopicConfig
 from aiorocketmq.common.validators import validate_group, validate_topic
 from aiorocketmq.proxy.clients import LONG_POLLING_MS, ClientRegistry, SubscriptionDefaults
-from aiorocketmq.proxy.convert import check_message, message_type_of, to_stored, to_v2
+from aiorocketmq.proxy.convert import (
+    check_message,
+    message_type_of,
+    sent_message_type,
+    to_stored,
+    to_v2,
+)
 from aiorocketmq.proxy.pop import PopRequest, PopService, TagFilter
 from aiorocketmq.proxy.status import PUT_STATUS_CODES, ProxyError, status
 from aiorocketmq.proxy.transactions import ProxyTransactions
@@ -54,8 +63,47 @@ ALL_MESSAGE_TYPES: Final = (
     pb.MessageType.DELAY,
     pb.MessageType.TRANSACTION,
 )
-"""What every route advertises: 4.9 topics carry no message type, so each topic is
-treated as RocketMQ 5's MIXED (the SDKs refuse locally to send a type not listed)."""
+"""What a MIXED topic accepts: every type but LITE and PRIORITY."""
+_ACCEPTED_TYPES: Final = {
+    "NORMAL": (pb.MessageType.NORMAL,),
+    "FIFO": (pb.MessageType.FIFO,),
+    "DELAY": (pb.MessageType.DELAY,),
+    "TRANSACTION": (pb.MessageType.TRANSACTION,),
+    MIXED: ALL_MESSAGE_TYPES,
+}
+"""Routes' ``accept_message_types`` by topic type (RocketMQ 5's mapping; any other type,
+UNSPECIFIED included, accepts nothing: [MESSAGE_TYPE_UNSPECIFIED]). The SDKs refuse
+locally to send a type not listed; ``SendMessage`` refuses it again."""
+
+
+def accepted_message_types(config: TopicConfig) -> tuple[pb.MessageType, ...]:
+    """What a route of ``config``'s topic advertises: its ``message.type`` attribute
+    (``mqadmin updateTopic -a +message.type=FIFO``); a topic without one, a 4.x topic,
+    is MIXED (``common.topic_attributes``)."""
+    kind = topic_message_type(config.attributes_map)
+    return _ACCEPTED_TYPES.get(kind, (pb.MessageType.MESSAGE_TYPE_UNSPECIFIED,))
+
+
+def check_topic_message_type(config: TopicConfig, kind: pb.MessageType) -> None:
+    """RocketMQ 5's ``DefaultTopicMessageTypeValidator``: a message's type must be its
+    topic's unless the topic is MIXED; retry and DLQ topics are not checked.
+
+    Raises:
+        ProxyError: MESSAGE_PROPERTY_CONFLICT_WITH_TYPE.
+    """
+    name = config.topic_name
+    if name.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+        return
+    expected = topic_message_type(config.attributes_map)
+    actual = pb.MessageType.Name(kind)
+    if expected not in (MIXED, actual):
+        raise ProxyError(
+            pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+            f"TopicMessageType validate failed, the expected type is {expected}, "
+            f"but actual type is {actual}",
+        )
+
+
 _MAX_BATCH: Final = 32
 _MIN_INVISIBLE_MS: Final = 10_000
 _MAX_INVISIBLE_MS: Final = 12 * 3600 * 1000
@@ -170,6 +218,7 @@ class MessagingActivities:
         config = self.topic_config(topic, create=True)
         broker = pb.Broker(name=self._ctx.config.broker_name, id=0, endpoints=endpoints)
         perm = config.perm & self._ctx.config.broker_permission
+        accepted = accepted_message_types(config)
         out = []
         for qid in range(max(config.read_queue_nums, config.write_queue_nums, 1)):
             readable = is_readable(perm) and qid < config.read_queue_nums
@@ -189,7 +238,7 @@ class MessagingActivities:
                     id=qid,
                     permission=permission,
                     broker=broker,
-                    accept_message_types=ALL_MESSAGE_TYPES,
+                    accept_message_types=accepted,
                 )
             )
         return out
@@ -264,6 +313,7 @@ class MessagingActivities:
         config = self.topic_config(topic, f"{call.peer[0]}:{call.peer[1]}", create=True)
         for msg in req.messages:
             check_message(msg, ctx.store_config.max_message_size, now)
+            check_topic_message_type(config, sent_message_type(msg))
         entries = [await self._send_one(msg, config, call, now) for msg in req.messages]
         codes = {e.status.code for e in entries}
         top = status(entries[0].status.code, entries[0].status.message)

@@ -198,6 +198,8 @@ class CreateTopicRequestHeader:
     topic_filter_type: str
     topic_sys_flag: int | None = None
     order: bool = False
+    #: RocketMQ 5's attribute modification (``+message.type=FIFO``); None from 4.x.
+    attributes: str | None = None
 
     @classmethod
     def from_ext_fields(cls, f: Fields) -> CreateTopicRequestHeader:
@@ -211,11 +213,13 @@ class CreateTopicRequestHeader:
             topic_filter_type=ext_str(f, "topicFilterType"),
             topic_sys_flag=ext_opt_int(f, "topicSysFlag"),
             order=ext_bool(f, "order", False),
+            attributes=ext_opt_str(f, "attributes"),
         )
 
     def to_ext_fields(self) -> dict[str, str]:
         """The extFields strings."""
         return to_ext_fields(
+            attributes=self.attributes,
             topic=self.topic,
             defaultTopic=self.default_topic,
             readQueueNums=self.read_queue_nums,

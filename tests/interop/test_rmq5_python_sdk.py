@@ -27,6 +27,7 @@ from tests.support.cluster import (
     start_namesrv,
 )
 from tests.support.consume import pull_keys
+from tests.support.mqadmin import Admin
 from tests.support.procs import ManagedProcess
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
@@ -241,3 +242,33 @@ async def test_delay_messages_arrive_at_their_time_not_before(
         deliver_s = message["delivery_timestamp"] / 1000
         assert deliver_s >= min(s["sent_at"] for s in sent["sent"]) + 1.5
         assert message["received_at"] >= deliver_s  # never early
+
+
+async def test_topic_message_types_set_by_mqadmin_reach_the_sdk(
+    start_process: Callable[..., ManagedProcess],
+    tmp_path: Path,
+    sdk_python: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``mqadmin updateTopic -a +message.type=FIFO`` (RocketMQ 5's form): the SDK's
+    route says FIFO, so its FIFO messages go and its NORMAL ones are refused (by the
+    SDK itself, as against RocketMQ 5); a topic made without a type takes both."""
+    namesrv, broker = await _cluster(start_process, tmp_path)
+    admin = Admin(capsys, namesrv)
+    await admin.table(
+        "updateTopic", "-b", broker.addr, "-t", "FifoOnly", "-a", "+message.type=FIFO"
+    )
+    await admin.table("updateTopic", "-b", broker.addr, "-t", "Untyped")
+    for topic, normal_ok in (("FifoOnly", False), ("Untyped", True)):
+        fifo = await sdk(
+            sdk_python, tmp_path, "produce", "--endpoint", broker.grpc, "--topic", topic,
+            "--count", "1", "--kind", "fifo",
+        )  # fmt: skip
+        assert "id" in fifo["sent"][0], fifo
+        normal = await sdk(
+            sdk_python, tmp_path, "produce", "--endpoint", broker.grpc, "--topic", topic,
+            "--count", "1", "--keep-going",
+        )  # fmt: skip
+        assert ("id" in normal["sent"][0]) is normal_ok, normal
+        if not normal_ok:
+            assert "NORMAL" in normal["sent"][0]["error"], normal

@@ -40,6 +40,7 @@ from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.common.admin_bodies import DelayOffsetSerializeWrapper
 from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
+from aiorocketmq.common.topic_attributes import alter_attributes
 from aiorocketmq.common.topic_config import TopicConfig, TopicFilterType
 from aiorocketmq.common.validators import validate_topic
 from aiorocketmq.remoting.broker_admin_headers import (
@@ -128,6 +129,15 @@ class AdminProcessor:
                 ResponseCode.SYSTEM_ERROR,
                 f"No enum constant org.apache.rocketmq.common.TopicFilterType.{filter_type}",
             )
+        existing = self._ctx.topics.select_topic_config(header.topic)
+        try:  # RocketMQ 5's attributes: changed by the request, else kept
+            attributes = alter_attributes(
+                existing is None,
+                existing.attributes_map if existing is not None else {},
+                header.attributes,
+            )
+        except ValueError as exc:
+            raise ProcessorError(ResponseCode.SYSTEM_ERROR, str(exc)) from None
         config = TopicConfig(
             topic_name=header.topic,
             read_queue_nums=header.read_queue_nums,
@@ -135,6 +145,7 @@ class AdminProcessor:
             perm=header.perm,
             topic_filter_type=filter_type,
             topic_sys_flag=header.topic_sys_flag or 0,
+            attributes=tuple(sorted(attributes.items())),
         )
         self._ctx.topics.update_topic_config(config)
         return request.response_to(ResponseCode.SUCCESS)

@@ -9,6 +9,7 @@ or exits 1 with the error on stderr::
     produce  --endpoint E --topic T --count N
              [--kind normal|fifo|delay|transaction|transaction-mixed]
              [--tag TAG] [--group MESSAGE_GROUP] [--delay-s S] [--prefix P]
+             [--keep-going]  (a failed send is recorded as {"error": text}, not fatal)
     simple   --endpoint E --topic T --group G --expect N [--invisible S]
              [--mode ack|redeliver|hold] [--timeout S]
     push     --endpoint E --topic T --group G --expect N [--timeout S] [--fail-first]
@@ -96,7 +97,13 @@ def produce(args: argparse.Namespace) -> dict[str, Any]:
                 elif i % 2:  # transaction-mixed: odd ones rolled back, even ones left open
                     transaction.rollback()
             else:
-                receipt = producer.send(message)
+                try:
+                    receipt = producer.send(message)
+                except Exception as exc:  # --keep-going: the caller judges the text
+                    if not args.keep_going:
+                        raise
+                    sent.append({"error": f"{type(exc).__name__}: {exc}"})
+                    continue
             sent.append({"id": receipt.message_id, "sent_at": time.time()})
         # transaction-mixed: the open ones are committed by the checker when the broker
         # checks; stay until it did.
@@ -186,6 +193,7 @@ def main() -> int:
     p.add_argument("--group", default="order-1")
     p.add_argument("--delay-s", type=int, default=3)
     p.add_argument("--prefix", default="m")
+    p.add_argument("--keep-going", action="store_true")
     for name in ("simple", "push"):
         sub.choices[name].add_argument("--group", required=True)
         sub.choices[name].add_argument("--expect", type=int, required=True)
