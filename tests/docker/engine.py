@@ -257,4 +257,8 @@ def build_project_image(engine: DockerEngine, base: str, tag: str) -> float:
         "build", "-q", "-f", dockerfile, "--build-arg", f"BASE_IMAGE={base}", "-t", tag,
         str(REPO), timeout=900,
     )  # fmt: skip
-    return time.monotonic() - started
+    seconds = time.monotonic() - started
+    # The build stage's image and a replaced one are left untagged: drop them.
+    for label in ("aiorocketmq.stage=build", "org.opencontainers.image.title=aiorocketmq"):
+        engine.run("image", "prune", "-f", "--filter", f"label={label}", timeout=300)
+    return seconds

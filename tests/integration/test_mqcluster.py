@@ -62,10 +62,10 @@ async def status(run_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 async def health(tmp_path: Path, role: str, addr: str) -> int:
-    home = tmp_path / f"health-{role}"
-    home.mkdir(exist_ok=True)
-    (home / ".aiorocketmq-node").write_text(f"{role} {addr}\n")
-    env = {**os.environ, "HOME": str(home)}
+    # The ready line the node would have written in its container.
+    ready = tmp_path / f"ready-{role}"
+    ready.write_text(f"mq{role} ready address={addr} pid=1\n")
+    env = {**os.environ, "AIOROCKETMQ_READY_FILE": str(ready)}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     proc = await asyncio.create_subprocess_exec(
         "sh", str(REPO / "deploy" / "docker-entrypoint.sh"), "health", env=env
