@@ -157,7 +157,8 @@ def image(engine: DockerEngine) -> Iterator[Image]:
     try:
         yield Image(engine, base, build_s, int(size) / 1e6)
     finally:
-        engine.run("image", "rm", "-f", CLIENT_IMAGE, check=False)
+        # The base image stays: it is the cache (also saved under .venv/docker-cache).
+        engine.run("image", "rm", "-f", CLIENT_IMAGE, IMAGE, check=False)
 
 
 @pytest.fixture(scope="module")
