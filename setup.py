@@ -16,7 +16,11 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
-KERNELS = ["aiorocketmq/common/_hash_kernels.pyx", "aiorocketmq/remoting/_frame_kernels.pyx"]
+KERNELS = [
+    "aiorocketmq/common/_hash_kernels.pyx",
+    "aiorocketmq/common/_props_kernels.pyx",
+    "aiorocketmq/remoting/_frame_kernels.pyx",
+]
 
 
 class OptionalBuildExt(build_ext):

@@ -17,10 +17,11 @@ does not. We write the 4.9.1+ form and read both. Key order carries no meaning.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from aiorocketmq.common.errors import LocalProtocolError
+from aiorocketmq.common.kernels import load_kernel
 
 NAME_VALUE_SEPARATOR: Final = "\x01"
 PROPERTY_SEPARATOR: Final = "\x02"
@@ -151,7 +152,7 @@ def _raise_separator_error(properties: Mapping[str, str]) -> None:
     raise AssertionError("unreachable: separator counts disagreed but no pair holds one")
 
 
-def string_to_properties(text: str) -> dict[str, str]:
+def py_string_to_properties(text: str) -> dict[str, str]:
     """Parse a properties string with RocketMQ 4.9.8's ``string2messageProperties`` rules.
 
     Split on ``\\x02``; a segment counts only if it holds a ``\\x01`` with a non-empty
@@ -175,3 +176,11 @@ def string_to_properties(text: str) -> dict[str, str]:
         if sep and name and value:
             result[name] = value
     return result
+
+
+_KERNEL = load_kernel("aiorocketmq.common._props_kernels")
+#: ``py_string_to_properties``, in C when built (``_props_kernels.pyx``): every send
+#: parses its properties on the broker, and every consumed message's keys need them.
+string_to_properties: Callable[[str], dict[str, str]] = (
+    _KERNEL.string_to_properties if _KERNEL is not None else py_string_to_properties
+)

@@ -1,18 +1,47 @@
-"""Message properties: names, the \\x01/\\x02 string form, and 4.9.8 parsing rules."""
+"""Message properties: names, the \\x01/\\x02 string form, and 4.9.8 parsing rules.
+
+The parsing tests run on both the pure-Python reference and the C kernel
+(``_props_kernels.pyx``), through the ``parse`` fixture.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aiorocketmq.common import properties
 from aiorocketmq.common.errors import LocalProtocolError
+from aiorocketmq.common.kernels import extensions_disabled
 from aiorocketmq.common.properties import (
     SYSTEM_PROPERTY_NAMES,
     MessageConst,
     properties_to_string,
-    string_to_properties,
 )
+from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip
+
+Parse = Callable[[str], dict[str, str]]
+
+
+@pytest.fixture(params=IMPLEMENTATIONS, scope="module")
+def parse(request: pytest.FixtureRequest) -> Parse:
+    if request.param == "python":
+        return properties.py_string_to_properties
+    kernel = kernel_or_skip("aiorocketmq.common._props_kernels")
+    assert properties.string_to_properties is kernel.string_to_properties
+    parsed: Parse = kernel.string_to_properties
+    return parsed
+
+
+def test_properties_binds_the_kernel_unless_disabled() -> None:
+    if extensions_disabled():
+        assert properties.string_to_properties is properties.py_string_to_properties
+    else:
+        kernel = kernel_or_skip("aiorocketmq.common._props_kernels")
+        assert properties.string_to_properties is kernel.string_to_properties
+
 
 # The names listed in specs/remoting.md §6.4 (MessageConst 4.9.x), in order.
 SPEC_NAMES = [
@@ -137,8 +166,8 @@ def test_serialise_rejects_what_the_reader_would_misread(props: dict[str, str]) 
         ("\x02\x02\x02", {}),
     ],
 )
-def test_parse_follows_4_9_8_rules(text: str, expected: dict[str, str]) -> None:
-    assert string_to_properties(text) == expected
+def test_parse_follows_4_9_8_rules(parse: Parse, text: str, expected: dict[str, str]) -> None:
+    assert parse(text) == expected
     assert java_string2message_properties(text) == expected
 
 
@@ -146,13 +175,13 @@ _ALPHABET = st.sampled_from(["a", "b", "\x01", "\x02", "é", "😀", " "])
 
 
 @given(st.lists(_ALPHABET, max_size=30).map("".join))
-def test_parse_matches_a_literal_port_of_java(text: str) -> None:
-    assert string_to_properties(text) == java_string2message_properties(text)
+def test_parse_matches_a_literal_port_of_java(parse: Parse, text: str) -> None:
+    assert parse(text) == java_string2message_properties(text)
 
 
 @given(st.text())
-def test_parse_never_raises(text: str) -> None:
-    assert isinstance(string_to_properties(text), dict)
+def test_parse_never_raises(parse: Parse, text: str) -> None:
+    assert isinstance(parse(text), dict)
 
 
 _NAME = st.text(
@@ -163,7 +192,7 @@ _NAME = st.text(
 
 
 @given(st.dictionaries(_NAME, _NAME, max_size=8), st.booleans())
-def test_round_trip(props: dict[str, str], trailing: bool) -> None:
+def test_round_trip(parse: Parse, props: dict[str, str], trailing: bool) -> None:
     text = properties_to_string(props)
     assert not text.endswith("\x02")
-    assert string_to_properties(text + ("\x02" if trailing and text else "")) == props
+    assert parse(text + ("\x02" if trailing and text else "")) == props

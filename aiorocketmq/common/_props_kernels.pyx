@@ -1,0 +1,43 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""C kernel of ``common.properties``: a properties string -> its map.
+
+Owns: ``string_to_properties``, the compiled twin of ``py_string_to_properties``
+(RocketMQ 4.9.8's ``string2messageProperties``); ``properties`` binds it when built
+(``common.kernels``) and the same tests run against both.
+
+Must not: differ from the reference for any string. Segments end at ``\\x02``; one
+counts when a ``\\x01`` splits it into a non-empty name (before the first ``\\x01``)
+and a non-empty value (the rest, later ``\\x01`` included); a later name wins.
+"""
+
+
+cdef extern from "Python.h":
+    Py_ssize_t PyUnicode_GET_LENGTH(object text)
+    int PyUnicode_KIND(object text)
+    void* PyUnicode_DATA(object text)
+    Py_UCS4 PyUnicode_READ(int kind, void* data, Py_ssize_t index) nogil
+    object PyUnicode_Substring(object text, Py_ssize_t start, Py_ssize_t end)
+
+
+def string_to_properties(str text):
+    cdef dict result = {}
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t start = 0, end, sep
+    cdef unsigned int c
+    while start < n:
+        end, sep = start, -1
+        while end < n:
+            c = <unsigned int>PyUnicode_READ(kind, data, end)
+            if c == 2:
+                break
+            if c == 1 and sep < 0:
+                sep = end
+            end += 1
+        if start < sep < end - 1:
+            result[PyUnicode_Substring(text, start, sep)] = PyUnicode_Substring(
+                text, sep + 1, end
+            )
+        start = end + 1
+    return result
