@@ -29,6 +29,7 @@ pytestmark = pytest.mark.timeout(30)
 ADVERTISED_MASTER = "203.0.113.7:10911"
 ADVERTISED_SLAVE = "203.0.113.7:10915"
 
+
 @pytest.fixture
 async def namesrv(tmp_path: Path) -> AsyncIterator[Callable[[bool], NamesrvController]]:
     started: list[NamesrvController] = []
