@@ -4,8 +4,10 @@ proxy in local mode), on the broker's event loop (grpc.aio).
 Owns: the gRPC server (plaintext h2c on ``grpcListenPort``; -1 picks a free port),
 the ``apache.rocketmq.v2.MessagingService`` method table, reading each call's
 metadata (``x-mq-client-id`` is required: CLIENT_ID_REQUIRED; ``authorization`` is
-ignored, as it must be with ACL off), turning ``ProxyError`` and any unexpected
-exception into the response's in-band status (never a crash, never a hung call),
+checked against the broker's plain ACL when ``aclEnable`` is on, ``proxy.auth``, and
+ignored when it is off, as it must be: Python always sends one), turning
+``ProxyError`` and any unexpected exception into the response's in-band status
+(never a crash, never a hung call),
 the Telemetry stream, and the lifecycle of the POP service and client registry.
 RPCs not served (the pull/offset RPCs no SDK calls, RecallMessage, lite topics)
 get gRPC's UNIMPLEMENTED, as RocketMQ 5's proxy answers them.
@@ -27,6 +29,7 @@ from grpc import aio
 
 from aiorocketmq.broker.controller import BrokerController
 from aiorocketmq.broker.timer import PROPERTY_TIMER_DELIVER_MS
+from aiorocketmq.proxy.auth import refusal, unauthorized
 from aiorocketmq.proxy.clients import ClientRegistry, ClientState, merged_settings
 from aiorocketmq.proxy.messaging import CallInfo, MessagingActivities
 from aiorocketmq.proxy.pop import PopService
@@ -63,6 +66,10 @@ def _client_id(context: _Context) -> str:
     return ""
 
 
+def _metadata(context: _Context) -> dict[str, str]:
+    return {k: v for k, v in context.invocation_metadata() or () if isinstance(v, str)}
+
+
 def _peer(context: _Context) -> tuple[str, int]:
     """``ipv4:1.2.3.4:5`` / ``ipv6:[::1]:5`` -> (host, port); (peer text, 0) otherwise."""
     text = context.peer() or ""
@@ -85,6 +92,7 @@ class GrpcProxy(Service):
         self._controller = controller
         self._ctx = controller.ctx
         self._configured_port = controller.settings.broker.grpc_listen_port
+        self._acl = controller.acl  # None: ACL off
         self.clients = ClientRegistry()
         self.pop = PopService(self._ctx)
         self.activities = MessagingActivities(self._ctx, self.pop, self.clients, 0)
@@ -209,6 +217,9 @@ class GrpcProxy(Service):
             if not client_id:
                 code, text = pb.Code.CLIENT_ID_REQUIRED, f"{CLIENT_ID_HEADER} is required"
                 return response(status=status(code, text))
+            denied = self._denied(context, name, request)
+            if denied is not None:
+                return response(status=unauthorized(denied))
             self.clients.touch(client_id, self._ctx.clock.now_ms())
             try:
                 result = fn(request, CallInfo(client_id, _peer(context)))
@@ -223,6 +234,13 @@ class GrpcProxy(Service):
 
         return handle
 
+    def _denied(self, context: _Context, method: str, request: Message | None) -> str | None:
+        """With ACL on: why the call is refused (``proxy.auth``), else None."""
+        if self._acl is None:
+            return None
+        metadata = _metadata(context)
+        return refusal(self._acl.current(), metadata, _peer(context)[0], method, request)
+
     async def _receive(
         self, request: rpc.ReceiveMessageRequest, context: aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[rpc.ReceiveMessageResponse]:
@@ -233,8 +251,11 @@ class GrpcProxy(Service):
                 rpc.ReceiveMessageResponse(delivery_timestamp={"seconds": now // 1000}),
             ]
 
+        denied = self._denied(context, "ReceiveMessage", request)
         if not _client_id(context):
             entries = failed(pb.Code.CLIENT_ID_REQUIRED, f"{CLIENT_ID_HEADER} is required")
+        elif denied is not None:
+            entries = failed(pb.Code.UNAUTHORIZED, denied)
         else:
             try:
                 entries = await self.activities.receive_message(request, context.time_remaining())
@@ -259,10 +280,18 @@ class GrpcProxy(Service):
         client_id = _client_id(context)
         if not client_id:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{CLIENT_ID_HEADER} is required")
+        denied = self._denied(context, "Telemetry", None)
+        if denied is not None:  # refused in band, as the settings reply would come
+            yield rpc.TelemetryCommand(status=unauthorized(denied))
+            return
         state = self.clients.touch(client_id, self._ctx.clock.now_ms())
         queue: asyncio.Queue[rpc.TelemetryCommand | None] = asyncio.Queue()
         state.streams.append(queue)
-        reader = asyncio.create_task(self._read_telemetry(requests, state, queue))
+
+        def check(command: rpc.TelemetryCommand) -> str | None:
+            return self._denied(context, "Telemetry", command)
+
+        reader = asyncio.create_task(self._read_telemetry(requests, state, queue, check))
         try:
             while (command := await queue.get()) is not None:
                 yield command
@@ -278,11 +307,16 @@ class GrpcProxy(Service):
         requests: AsyncIterator[rpc.TelemetryCommand],
         state: ClientState,
         queue: asyncio.Queue[rpc.TelemetryCommand | None],
+        check: Callable[[rpc.TelemetryCommand], str | None],
     ) -> None:
         try:
             async for command in requests:
                 state.last_seen_ms = self._ctx.clock.now_ms()
                 if command.HasField("settings"):
+                    denied = check(command)
+                    if denied is not None:
+                        queue.put_nowait(rpc.TelemetryCommand(status=unauthorized(denied)))
+                        continue
                     queue.put_nowait(self._settings_reply(state, command.settings))
                 # Replies to server commands (stack traces, verify results) need nothing.
         except Exception as exc:  # the client went away mid-stream

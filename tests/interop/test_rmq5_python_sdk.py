@@ -15,7 +15,10 @@ from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.producer import Producer
 from aiorocketmq.common.message import Message
 from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
-from aiorocketmq.remoting.codes import RequestCode
+from aiorocketmq.remoting.acl_sign import SessionCredentials
+from aiorocketmq.remoting.broker_admin_headers import CreateTopicRequestHeader
+from aiorocketmq.remoting.client import RemotingClient
+from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
 from tests.interop.rmq5.sdk_venv import ensure_sdk_python
 from tests.interop.rmq5.sdk_venv import run_sdk as sdk
@@ -272,3 +275,49 @@ async def test_topic_message_types_set_by_mqadmin_reach_the_sdk(
         assert ("id" in normal["sent"][0]) is normal_ok, normal
         if not normal_ok:
             assert "NORMAL" in normal["sent"][0]["error"], normal
+
+
+async def test_the_sdk_signs_its_calls_for_a_broker_with_acl_on(
+    start_process: Callable[..., ManagedProcess], tmp_path: Path, sdk_python: Path
+) -> None:
+    """``aclEnable`` with a ``plain_acl.yml``: the SDK's credentials (its
+    MQv2-HMAC-SHA1 ``authorization`` header) produce and consume; a wrong secret is
+    refused (UNAUTHORIZED) and nothing it sent arrives."""
+    acl = tmp_path / "plain_acl.yml"
+    acl.write_text(
+        "accounts:\n"
+        "  - accessKey: sdk_user1\n    secretKey: sdk_secret1\n    admin: false\n"
+        "    defaultTopicPerm: DENY\n    defaultGroupPerm: SUB\n"
+        "    topicPerms:\n      - Signed=PUB|SUB\n"
+        "  - accessKey: admin_user\n    secretKey: admin_secret1\n    admin: true\n",
+        "utf-8",
+    )
+    _, broker = await _cluster(start_process, tmp_path, aclEnable=True, aclPlainFile=str(acl))
+    admin = RemotingClient(credentials=SessionCredentials("admin_user", "admin_secret1"))
+    try:
+        header = CreateTopicRequestHeader("Signed", "TBW102", 4, 4, 6, "SINGLE_TAG")
+        request = RemotingCommand.request(
+            RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields()
+        )
+        reply = await admin.invoke(broker.addr, request, 5000)
+        assert reply.code == ResponseCode.SUCCESS, reply.remark
+    finally:
+        await admin.close()
+    good = ("--ak", "sdk_user1", "--sk", "sdk_secret1")
+    bad = ("--ak", "sdk_user1", "--sk", "not-the-secret", "--keep-going")
+    refused = await sdk(
+        sdk_python, tmp_path, "produce", "--endpoint", broker.grpc, "--topic", "Signed",
+        "--count", "1", "--prefix", "bad", "--timeout", "10", *bad,
+    )  # fmt: skip
+    assert "error" in refused["sent"][0], refused  # the SDK gives up at its route query
+    log = (tmp_path / "logs" / "rocketmq_python" / "rocketmq_client.log").read_text("utf-8")
+    assert "40100, Check signature failed for accessKey=sdk_user1" in log  # UNAUTHORIZED
+    sent = await sdk(
+        sdk_python, tmp_path, "produce", "--endpoint", broker.grpc, "--topic", "Signed",
+        "--count", "3", *good,
+    )  # fmt: skip
+    got = await sdk(
+        sdk_python, tmp_path, "simple", "--endpoint", broker.grpc, "--topic", "Signed",
+        "--group", "GID_signed", "--expect", "3", *good,
+    )  # fmt: skip
+    assert sorted(m["id"] for m in got["received"]) == sorted(s["id"] for s in sent["sent"])

@@ -11,6 +11,9 @@ Must not: fake the server: the broker and its proxy are the real ones.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -58,20 +61,37 @@ def v2_message(topic: str, body: bytes, **system: Any) -> pb.Message:
 
 
 class V2Client:
-    """Unary and receive calls to one endpoint, with an SDK-like client id."""
+    """Unary and receive calls to one endpoint, with an SDK-like client id; signed as
+    the Python SDK signs (``access_key``/``secret_key``; ``authorization`` replaces the
+    whole header when given)."""
 
-    def __init__(self, target: str, client_id: str | None = None) -> None:
+    def __init__(
+        self,
+        target: str,
+        client_id: str | None = None,
+        *,
+        access_key: str = "",
+        secret_key: str = "",
+        authorization: str | None = None,
+    ) -> None:
         self.channel = grpc.aio.insecure_channel(target)
         self.client_id = client_id if client_id is not None else f"test@{uuid.uuid4().hex[:8]}"
+        self.access_key, self.secret_key = access_key, secret_key
+        self.authorization = authorization
 
     @property
     def metadata(self) -> list[tuple[str, str]]:
         """What Python 5.1.2 sends (an empty credential included)."""
         headers = [("x-mq-language", "PYTHON"), ("x-mq-protocol", "GRPC_V2")]
+        date_time = time.strftime("%Y%m%dT%H%M%SZ")
+        mac = hmac.new(self.secret_key.encode(), date_time.encode(), hashlib.sha1).hexdigest()
+        headers.append(("x-mq-date-time", date_time))
         headers.append(
             (
                 "authorization",
-                "MQv2-HMAC-SHA1 Credential=, SignedHeaders=x-mq-date-time, Signature=",
+                self.authorization
+                or f"MQv2-HMAC-SHA1 Credential={self.access_key}, "
+                f"SignedHeaders=x-mq-date-time, Signature={mac if self.access_key else ''}",
             )
         )
         if self.client_id:

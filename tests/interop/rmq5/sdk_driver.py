@@ -13,6 +13,9 @@ or exits 1 with the error on stderr::
     simple   --endpoint E --topic T --group G --expect N [--invisible S]
              [--mode ack|redeliver|hold] [--timeout S]
     push     --endpoint E --topic T --group G --expect N [--timeout S] [--fail-first]
+
+Every subcommand takes ``--ak AK --sk SK``: the SDK's credentials (it signs every
+call), for a broker with ACL on.
 """
 
 from __future__ import annotations
@@ -38,9 +41,11 @@ from rocketmq import (
     TransactionResolution,
 )
 
+_CREDENTIALS = Credentials()
+
 
 def _config(endpoint: str) -> ClientConfiguration:
-    return ClientConfiguration(endpoint, Credentials())
+    return ClientConfiguration(endpoint, _CREDENTIALS)
 
 
 def _view(message: Any) -> dict[str, Any]:
@@ -186,6 +191,8 @@ def main() -> int:
         p.add_argument("--endpoint", required=True)
         p.add_argument("--topic", required=True)
         p.add_argument("--timeout", type=float, default=60)
+        p.add_argument("--ak", default="")
+        p.add_argument("--sk", default="")
     p = sub.choices["produce"]
     p.add_argument("--count", type=int, default=1)
     p.add_argument("--kind", default="normal")
@@ -201,6 +208,8 @@ def main() -> int:
     sub.choices["simple"].add_argument("--mode", default="ack")
     sub.choices["push"].add_argument("--fail-first", action="store_true")
     args = parser.parse_args()
+    global _CREDENTIALS
+    _CREDENTIALS = Credentials(args.ak, args.sk)
     result = {"produce": produce, "simple": simple, "push": push}[args.command](args)
     print(json.dumps(result), flush=True)
     return 0
