@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 #: A client silent this long is forgotten (``channelExpiredTimeout``).
 CLIENT_EXPIRED_MS: Final = 120_000
+#: Auto-renewed (push consumer) messages remembered per client, for its termination.
+MAX_TRACKED_HANDLES: Final = 100_000
 _PRODUCER_MAX_ATTEMPTS: Final = 3
 _RECEIVE_BATCH_SIZE: Final = 32
 LONG_POLLING_MS: Final = 20_000
@@ -90,6 +92,17 @@ class ClientState:
     group: str = ""
     last_seen_ms: int = 0
     streams: list[asyncio.Queue[rpc.TelemetryCommand | None]] = field(default_factory=list)
+    #: Receipt handle -> group of messages it received with ``auto_renew`` (a push
+    #: consumer's) and has not acked or nacked: made visible again when it goes.
+    in_flight: dict[str, str] = field(default_factory=dict)
+
+    def track(self, handles: list[str], group: str) -> None:
+        """Remember auto-renewed handles (up to ``MAX_TRACKED_HANDLES``)."""
+        for handle in handles:
+            if len(self.in_flight) >= MAX_TRACKED_HANDLES:
+                log.warning("client %s: too many messages in flight to track", self.client_id)
+                return
+            self.in_flight[handle] = group
 
     @property
     def producer_topics(self) -> set[str]:

@@ -105,6 +105,7 @@ def check_topic_message_type(config: TopicConfig, kind: pb.MessageType) -> None:
 
 
 _MAX_BATCH: Final = 32
+_RELEASE_MS: Final = 1_000  # a terminated push consumer's messages: visible in 1 s
 _MIN_INVISIBLE_MS: Final = 10_000
 _MAX_INVISIBLE_MS: Final = 12 * 3600 * 1000
 _POLL_MARGIN_MS: Final = 1_500
@@ -280,11 +281,21 @@ class MessagingActivities:
             state.group = req.group.name
         return rpc.HeartbeatResponse(status=status())
 
-    def notify_client_termination(
+    async def notify_client_termination(
         self, req: rpc.NotifyClientTerminationRequest, call: CallInfo
     ) -> rpc.NotifyClientTerminationResponse:
-        """NotifyClientTermination: forget the client and end its streams."""
-        self._clients.remove(call.client_id)
+        """NotifyClientTermination: forget the client and end its streams; what it
+        received as a push consumer and did not ack comes back in 1 s (RocketMQ 5's
+        receipt handle manager on CLIENT_UNREGISTER), not after its whole invisible
+        time."""
+        state = self._clients.remove(call.client_id)
+        if state is not None:
+            for handle, group in state.in_flight.items():
+                try:
+                    await self._pop.change_invisible(group, handle, _RELEASE_MS)
+                except ProxyError:  # acked, expired or gone meanwhile: nothing to release
+                    continue
+            state.in_flight.clear()
         return rpc.NotifyClientTerminationResponse(status=status())
 
     # -- send ----------------------------------------------------------------------------
@@ -400,9 +411,10 @@ class MessagingActivities:
         return max(poll, 0)
 
     async def receive_message(
-        self, req: rpc.ReceiveMessageRequest, time_remaining_s: float | None
+        self, req: rpc.ReceiveMessageRequest, time_remaining_s: float | None, client_id: str = ""
     ) -> list[rpc.ReceiveMessageResponse]:
-        """ReceiveMessage's stream entries: one status, the messages, the server time."""
+        """ReceiveMessage's stream entries: one status, the messages, the server time.
+        A push consumer's (``auto_renew``) handles are remembered for its termination."""
         pop_req = self._pop_request(req)
         popped = await self._pop.receive(pop_req, self.poll_ms(req, time_remaining_s))
         now = self._ctx.clock.now_ms()
@@ -421,6 +433,9 @@ class MessagingActivities:
                 await self._pop.forward_to_dlq(pop_req.group, item.handle.encode())
                 continue
             out.append(rpc.ReceiveMessageResponse(message=message))
+        state = self._clients.get(client_id) if req.auto_renew else None
+        if state is not None:
+            state.track([e.message.system_properties.receipt_handle for e in out], pop_req.group)
         head = status() if out else status(pb.Code.MESSAGE_NOT_FOUND, "no new message")
         return [
             rpc.ReceiveMessageResponse(status=head),
@@ -436,7 +451,10 @@ class MessagingActivities:
         """AckMessage: one status per entry; the top status their common code."""
         group = self.group_config(req.group.name).group_name
         entries = []
+        state = self._clients.get(call.client_id)
         for entry in req.entries:
+            if state is not None:
+                state.in_flight.pop(entry.receipt_handle, None)
             try:
                 await self._pop.ack(group, entry.receipt_handle)
                 entry_status = status()
@@ -463,6 +481,9 @@ class MessagingActivities:
         invisible = _ms(req.invisible_duration.seconds, req.invisible_duration.nanos)
         if not 0 <= invisible <= _MAX_INVISIBLE_MS:
             raise ProxyError(pb.Code.ILLEGAL_INVISIBLE_TIME, "invisible duration outside [0, 12 h]")
+        state = self._clients.get(call.client_id)
+        if state is not None:  # a nack: the client chose when it comes back
+            state.in_flight.pop(req.receipt_handle, None)
         handle = await self._pop.change_invisible(group, req.receipt_handle, invisible)
         return rpc.ChangeInvisibleDurationResponse(status=status(), receipt_handle=handle)
 
@@ -471,5 +492,8 @@ class MessagingActivities:
     ) -> rpc.ForwardMessageToDeadLetterQueueResponse:
         """ForwardMessageToDeadLetterQueue: copy to ``%DLQ%<group>``, then ack."""
         group = self.group_config(req.group.name).group_name
+        state = self._clients.get(call.client_id)
+        if state is not None:
+            state.in_flight.pop(req.receipt_handle, None)
         await self._pop.forward_to_dlq(group, req.receipt_handle)
         return rpc.ForwardMessageToDeadLetterQueueResponse(status=status())

@@ -257,8 +257,11 @@ class GrpcProxy(Service):
         elif denied is not None:
             entries = failed(pb.Code.UNAUTHORIZED, denied)
         else:
+            self.clients.touch(_client_id(context), self._ctx.clock.now_ms())
             try:
-                entries = await self.activities.receive_message(request, context.time_remaining())
+                entries = await self.activities.receive_message(
+                    request, context.time_remaining(), _client_id(context)
+                )
             except ProxyError as exc:
                 entries = failed(exc.code, exc.message)
             except Exception as exc:
