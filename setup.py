@@ -19,6 +19,7 @@ from setuptools.command.build_ext import build_ext
 KERNELS = [
     "aiorocketmq/common/_hash_kernels.pyx",
     "aiorocketmq/common/_props_kernels.pyx",
+    "aiorocketmq/common/_record_kernels.pyx",
     "aiorocketmq/remoting/_frame_kernels.pyx",
 ]
 

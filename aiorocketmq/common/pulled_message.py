@@ -15,6 +15,9 @@ records nobody inspects was most of the client's cost per consumed message. Here
 A ``PulledMessage`` is a ``MessageExt`` in every respect (``isinstance``, ``==``,
 ``repr``, ``dataclasses.replace``, pickling, setting any field).
 
+The decode has a C twin (``_record_kernels.pyx``), used when built (``common.kernels``);
+``py_pulled_messages`` is the reference, and the tests run against both.
+
 Must not: keep a reference to the reply buffer (bodies are copied, so a held message
 never pins a 2 MiB reply), or parse anything a reader did not ask for.
 """
@@ -25,6 +28,7 @@ from dataclasses import fields
 from typing import Any, Final
 
 from aiorocketmq.common.compression import decompress_body
+from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.message import Message, MessageExt
 from aiorocketmq.common.message_codec import ReadableBuffer, decode_pull_body
 from aiorocketmq.common.msg_id import offset_msg_id_from_raw, unpack_ip
@@ -126,8 +130,11 @@ class PulledMessage(MessageExt):
         return value.lower() == "true"
 
 
+_UNREAD: Final = (_PROPERTIES, _MSG_ID, _BORN_HOST, _STORE_HOST)
+
+
 def _set_unread(msg: PulledMessage, value: None) -> None:
-    for slot in (_PROPERTIES, _MSG_ID, _BORN_HOST, _STORE_HOST):
+    for slot in _UNREAD:
         slot.__set__(msg, value)
 
 
@@ -149,6 +156,19 @@ def pulled_messages(
         offsets += ((MessageConst.PROPERTY_MIN_OFFSET, str(min_offset)),)
     if max_offset is not None:
         offsets += ((MessageConst.PROPERTY_MAX_OFFSET, str(max_offset)),)
+    if _KERNEL is not None:
+        built: list[PulledMessage] | None = _KERNEL.pulled_messages(
+            body, PulledMessage, offsets, _UNREAD, decompress_body
+        )
+        if built is not None:  # sound records; anything else is the reference's to judge
+            return built
+    return py_pulled_messages(body, offsets)
+
+
+def py_pulled_messages(
+    body: ReadableBuffer, offsets: tuple[tuple[str, str], ...]
+) -> list[PulledMessage]:
+    """``pulled_messages`` in Python (``offsets``: the pairs added to the properties)."""
     out: list[PulledMessage] = []
     append = out.append
     set_unread = _set_unread
@@ -176,3 +196,7 @@ def pulled_messages(
         msg.prepared_transaction_offset = view.prepared_transaction_offset
         append(msg)
     return out
+
+
+#: The C decode (``_record_kernels.pyx``) when built and not turned off.
+_KERNEL = load_kernel("aiorocketmq.common._record_kernels")

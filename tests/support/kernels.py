@@ -36,3 +36,13 @@ def use_frame_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> No
     if implementation == "c":
         kernel = kernel_or_skip("aiorocketmq.remoting._frame_kernels")
     monkeypatch.setattr(frame, "_KERNEL", kernel)
+
+
+def use_pulled_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``common.pulled_message`` decode in C ("c") or in Python ("python")."""
+    from aiorocketmq.common import pulled_message
+
+    kernel = None
+    if implementation == "c":
+        kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
+    monkeypatch.setattr(pulled_message, "_KERNEL", kernel)

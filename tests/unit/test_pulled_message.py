@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+import struct
 import zlib
 from typing import Any
 
@@ -12,15 +13,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aiorocketmq.common import pulled_message as pulled_module
 from aiorocketmq.common.compression import decompress_body
-from aiorocketmq.common.constants import MessageSysFlag
+from aiorocketmq.common.constants import MESSAGE_MAGIC_CODE_V2, MessageSysFlag
 from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.message import MessageExt
 from aiorocketmq.common.message_codec import decode_pull_body, encode_record
 from aiorocketmq.common.properties import MessageConst, properties_to_string
 from aiorocketmq.common.pulled_message import PulledMessage, pulled_messages
+from tests.support.kernels import IMPLEMENTATIONS, use_pulled_kernel
 from tests.support.vectors import load_jsonl
 from tests.unit.test_message_codec import RECORD_KWARGS
+
+
+@pytest.fixture(autouse=True, params=IMPLEMENTATIONS)
+def _pulled_kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here runs on the C decode and on the pure-Python reference."""
+    use_pulled_kernel(request.param, monkeypatch)
+
 
 STORED = load_jsonl("stored_messages.jsonl")
 
@@ -31,6 +41,15 @@ def record(topic: str, body: bytes, properties: str, sys_flag: int = 0) -> bytea
         born_timestamp=1, born_host=("127.0.0.1", 1), store_timestamp=2,
         store_host=("127.0.0.1", 10911),
     )  # fmt: skip
+
+
+def as_v2(v1: bytes) -> bytes:
+    """The same record as RocketMQ 5.1+ writes it: magic v2, a 2-byte topic length."""
+    view = decode_pull_body(v1)[0]
+    topic_pos = view.body_offset + view.body_len
+    v2 = bytearray(v1[:topic_pos]) + struct.pack(">h", v1[topic_pos]) + v1[topic_pos + 1 :]
+    struct.pack_into(">ii", v2, 0, len(v1) + 1, MESSAGE_MAGIC_CODE_V2)
+    return bytes(v2)
 
 
 def reference(body: bytes, min_offset: int | None, max_offset: int | None) -> list[MessageExt]:
@@ -61,7 +80,8 @@ def test_equals_the_reference_decode_field_by_field(
     records: list[dict[str, Any]], min_offset: int | None, max_offset: int | None
 ) -> None:
     """Any records (v1/v2, IPv6 hosts, any properties text), compressed bits cleared."""
-    body = b"".join(encode_record(**{**r, "sys_flag": r["sys_flag"] & ~1}) for r in records)
+    encoded = [encode_record(**{**r, "sys_flag": r["sys_flag"] & ~1}) for r in records]
+    body = b"".join(as_v2(e) if i % 2 else bytes(e) for i, e in enumerate(encoded))
     got = pulled_messages(body, min_offset=min_offset, max_offset=max_offset)
     want = reference(body, min_offset, max_offset)
     assert [as_fields(m) for m in got] == [as_fields(m) for m in want]
@@ -109,3 +129,53 @@ def test_prepared_is_read_without_parsing_other_messages() -> None:
     body = b"".join(record("T", b"x", properties_to_string(p)) for p in (prepared, plain))
     first, second = pulled_messages(body)
     assert first.is_prepared and not second.is_prepared
+
+
+def _outcome(body: bytes) -> object:
+    try:
+        return [as_fields(m) for m in pulled_messages(body, min_offset=1, max_offset=2)]
+    except RemoteProtocolError as exc:
+        return ("error", str(exc))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    records=st.lists(RECORD_KWARGS, min_size=1, max_size=3),
+    cut=st.integers(0, 2000),
+    flips=st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 255)), max_size=3),
+)
+def test_a_damaged_body_gets_the_references_answer(
+    records: list[dict[str, Any]], cut: int, flips: list[tuple[int, int]]
+) -> None:
+    """Cut or flipped bytes (sizes, magic, lengths, a compressed bit): the C decode
+    declines and the reference answers, so both give the same messages or error."""
+    body = bytearray(b"".join(encode_record(**r) for r in records))
+    for pos, value in flips:
+        body[pos % len(body)] = value
+    body = body[: len(body) - cut % len(body)] if cut % 3 == 0 else body
+    kernel_side = _outcome(bytes(body))
+    saved, pulled_module._KERNEL = pulled_module._KERNEL, None
+    try:
+        assert kernel_side == _outcome(bytes(body))
+    finally:
+        pulled_module._KERNEL = saved
+
+
+def test_every_single_byte_change_gets_the_references_answer() -> None:
+    """Each byte of a v1 and a v2 record (IPv6 store host) set to 0, 0xFF, +1 and -1."""
+    v1 = record("T", b"body", "KEYS\x01k\x02UNIQ_KEY\x01u")
+    v6 = encode_record(
+        topic="Tv6", body=b"b2", properties="TAGS\x01t", queue_id=1, born_timestamp=1,
+        born_host=("127.0.0.1", 1), store_timestamp=2, store_host=("::1", 10911),
+    )  # fmt: skip
+    body = bytes(v1 + as_v2(v6))
+    saved = pulled_module._KERNEL
+    for pos in range(len(body)):
+        for value in {0, 0xFF, (body[pos] + 1) % 256, (body[pos] - 1) % 256}:
+            damaged = body[:pos] + bytes([value]) + body[pos + 1 :]
+            kernel_side = _outcome(damaged)
+            pulled_module._KERNEL = None
+            try:
+                assert kernel_side == _outcome(damaged), (pos, value)
+            finally:
+                pulled_module._KERNEL = saved
