@@ -19,6 +19,7 @@ inflated by the ``decompress`` it is given (the reference's ``decompress_body``)
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp
 
 
 from cpython.ref cimport PyObject
@@ -126,6 +127,12 @@ def pulled_messages(body, cls, tuple offsets, tuple unread_slots, decompress):
         PyBuffer_Release(&buf)
 
 
+cdef inline bint _same(
+    const uint8_t* last, Py_ssize_t last_len, const uint8_t* now, Py_ssize_t now_len
+) noexcept:
+    return last != NULL and last_len == now_len and memcmp(last, now, now_len) == 0
+
+
 cdef bint _sound(const uint8_t* data, Py_ssize_t size) noexcept:
     cdef Py_ssize_t pos = 0, total
     while pos < size:
@@ -145,6 +152,13 @@ cdef list _build(
     cdef int32_t sys_flag, body_len, topic_len
     cdef int topic_len_size
     cdef _Layout l
+    # A reply's records nearly always share their topic and both hosts: equal bytes
+    # reuse the previous record's objects (immutable) instead of making new ones.
+    cdef const uint8_t* topic_raw = NULL
+    cdef const uint8_t* born_raw = NULL
+    cdef const uint8_t* store_raw = NULL
+    cdef Py_ssize_t topic_raw_len = -1, born_raw_len = -1, store_raw_len = -1
+    topic = born = store = None
     new = object.__new__
     while pos < size:
         p = data + pos
@@ -160,9 +174,10 @@ cdef list _build(
             topic_len = <int16_t>((p[topic_pos] << 8) | p[topic_pos + 1])
         props_pos = topic_pos + topic_len_size + topic_len + 2
         msg = new(cls)
-        msg.topic = PyUnicode_DecodeUTF8(
-            <const char*>(p + topic_pos + topic_len_size), topic_len, "surrogateescape"
-        )
+        if not _same(topic_raw, topic_raw_len, p + topic_pos + topic_len_size, topic_len):
+            topic_raw, topic_raw_len = p + topic_pos + topic_len_size, topic_len
+            topic = PyUnicode_DecodeUTF8(<const char*>topic_raw, topic_len, "surrogateescape")
+        msg.topic = topic
         stored = PyBytes_FromStringAndSize(<const char*>(p + l.body), body_len)
         msg.body = decompress(stored, sys_flag) if sys_flag & 0x1 else stored
         msg.flag = _i32(p + 16)
@@ -178,15 +193,21 @@ cdef list _build(
         msg.queue_offset = _i64(p + 20)
         msg.sys_flag = sys_flag
         msg.born_timestamp = _i64(p + 40)
-        msg._born_raw = (
-            PyBytes_FromStringAndSize(<const char*>(p + l.born_ip), l.born_ip_len),
-            _i32(p + l.born_ip + l.born_ip_len),
-        )
+        if not _same(born_raw, born_raw_len, p + l.born_ip, l.born_ip_len + 4):
+            born_raw, born_raw_len = p + l.born_ip, l.born_ip_len + 4
+            born = (
+                PyBytes_FromStringAndSize(<const char*>born_raw, l.born_ip_len),
+                _i32(born_raw + l.born_ip_len),
+            )
+        msg._born_raw = born
         msg.store_timestamp = _i64(p + l.store_ts)
-        msg._store_raw = (
-            PyBytes_FromStringAndSize(<const char*>(p + l.store_ip), l.store_ip_len),
-            _i32(p + l.store_ip + l.store_ip_len),
-        )
+        if not _same(store_raw, store_raw_len, p + l.store_ip, l.store_ip_len + 4):
+            store_raw, store_raw_len = p + l.store_ip, l.store_ip_len + 4
+            store = (
+                PyBytes_FromStringAndSize(<const char*>store_raw, l.store_ip_len),
+                _i32(store_raw + l.store_ip_len),
+            )
+        msg._store_raw = store
         msg.commit_log_offset = _i64(p + 28)
         msg.body_crc = _i32(p + 8)
         msg.reconsume_times = _i32(p + l.reconsume)

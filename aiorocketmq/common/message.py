@@ -156,7 +156,7 @@ class Message:
         raw = self.properties.get(_C.PROPERTY_KEYS)
         if not raw:
             return []
-        return [key for key in raw.split(_C.KEY_SEPARATOR) if key]
+        return list(filter(None, raw.split(_C.KEY_SEPARATOR)))
 
     @keys.setter
     def keys(self, value: str | Iterable[str]) -> None:
