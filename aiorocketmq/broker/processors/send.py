@@ -326,7 +326,7 @@ class SendProcessor:
         """RocketMQ 5's ``handleScheduleMessage`` for a message that is not a half
         message: its put through the timer when it is due later, else None."""
         timer, cfg = self._timer, self._ctx.store_config
-        if timer is None or self._ctx.is_slave or not any(k in props for k in TIMER_PROPERTIES):
+        if timer is None or props.keys().isdisjoint(TIMER_PROPERTIES) or self._ctx.is_slave:
             return None  # (a slave's store refuses the put itself)
         if props.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL, "0") not in ("", "0"):
             for key in TIMER_PROPERTIES:  # a delay level wins; RocketMQ drops the rest
