@@ -5,7 +5,8 @@
 Sends N messages with our Producer (key ``P%06d``, a tag, a 1 KiB body; 16 sends in
 flight), then consumes the topic with a PushConsumer from the first offset until every
 key it sent and every ``--expect PREFIX:COUNT`` key (``PREFIX%06d``: what the stock C++
-client sent) was delivered, or ``--timeout`` passes. Prints one JSON line:
+client sent) and ``--expect-plain PREFIX:COUNT`` key (``PREFIX%d``: what the RocketMQ 5
+SDK driver sent) was delivered, or ``--timeout`` passes. Prints one JSON line:
 ``{"sent": .., "send_errors": .., "consumed": .., "missing": [first few], "seconds": ..}``
 and exits 0 either way: the test judges it.
 
@@ -91,6 +92,9 @@ async def main(args: argparse.Namespace) -> dict[str, object]:
     for item in args.expect:
         prefix, _, count = item.rpartition(":")
         expected |= {f"{prefix}{i:06d}" for i in range(int(count))}
+    for item in args.expect_plain:
+        prefix, _, count = item.rpartition(":")
+        expected |= {f"{prefix}{i}" for i in range(int(count))}
     seen = await consume(args.namesrv, args.topic, args.group, expected, args.timeout)
     missing = sorted(expected - seen)
     return {
@@ -110,7 +114,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("group")
     p.add_argument("--produce", type=int, default=0)
     p.add_argument("--prefix", default="py")
-    p.add_argument("--expect", action="append", default=[], help="PREFIX:COUNT")
+    p.add_argument("--expect", action="append", default=[], help="PREFIX:COUNT (PREFIX%%06d)")
+    p.add_argument("--expect-plain", action="append", default=[], help="PREFIX:COUNT (PREFIX%%d)")
     p.add_argument("--timeout", type=float, default=90.0)
     return p.parse_args(argv)
 

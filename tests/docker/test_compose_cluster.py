@@ -6,8 +6,9 @@ What a user does, in order, on one engine (``engine.py`` gets or starts it):
 - build the image from deploy/Dockerfile on a local base (no registry here) with the
   project's wheels, then ``docker compose up -d --wait`` on docker-compose.yml itself
   (a separate project name; the host ports are the file's own);
-- from the host: a topic created with mqadmin, 5,000 messages from our client and
-  1,000 from the stock C++ client, all consumed;
+- from the host: a topic created with mqadmin, 5,000 messages from our client,
+  1,000 from the stock C++ client and 200 from the official RocketMQ 5 SDK over gRPC
+  (broker-a's published endpoint), all consumed;
 - from a client container on the compose network, through the name servers' service
   names: the same;
 - broker-a's master ``docker kill``ed under load: every acknowledged message is
@@ -55,6 +56,7 @@ from tests.docker.engine import (
     base_image,
     build_project_image,
 )
+from tests.interop.rmq5.sdk_venv import ensure_sdk_python, run_sdk
 from tests.support.cluster import wait_route
 from tests.support.wait import wait_until, wait_until_sync
 
@@ -70,7 +72,7 @@ SERVICES = {"namesrv1", "namesrv2", "broker-a", "broker-a-s", "broker-b", "broke
             "dashboard"}  # fmt: skip
 #: Host ports docker-compose.yml publishes (remoting, VIP, metrics, dashboard).
 HOST_PORTS = (9876, 9877, 10909, 10911, 10913, 10915, 10919, 10921, 10923, 10925,
-              5557, 5558, 5559, 5560, 5561, 5562, 8080)  # fmt: skip
+              5557, 5558, 5559, 5560, 5561, 5562, 8080, 8081, 8082, 8083, 8084)  # fmt: skip
 METRICS_PORTS = range(5557, 5563)
 BROKER_A_MASTER = "127.0.0.1:10911"
 BROKER_A_SLAVE = "127.0.0.1:10915"
@@ -307,11 +309,18 @@ async def test_host_clients_produce_and_consume(cluster: Cluster) -> None:
         "HostTopic", "sync", "1000", "--prefix", "cpp",
     )  # fmt: skip
     assert code == 0 and "errors=0" in out, out + err
+    # A RocketMQ 5 client over gRPC, at broker-a's published endpoint.
+    sdk = await run_sdk(
+        ensure_sdk_python(), cluster.workdir / "sdk-host", "produce", "--endpoint",
+        "127.0.0.1:8081", "--topic", "HostTopic", "--count", "200", "--prefix", "g",
+    )  # fmt: skip
+    assert len(sdk["sent"]) == 200 and all("id" in s for s in sdk["sent"]), sdk
     job = await _run(
         sys.executable, str(JOB_SCRIPT), HOST_NAMESRV, "HostTopic", "host-group",
         "--produce", "5000", "--prefix", "py", "--expect", "cpp:1000",
+        "--expect-plain", "key-g:200",
     )  # fmt: skip
-    _check_job(*job, expected=6000)
+    _check_job(*job, expected=6200)
 
 
 async def test_network_clients_produce_and_consume(cluster: Cluster) -> None:

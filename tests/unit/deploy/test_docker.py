@@ -73,7 +73,7 @@ def test_every_compose_file_builds_from_the_repository_root() -> None:
 def test_a_broken_compose_file_fails_the_check(tmp_path: Path) -> None:
     text = (REPO / "docker-compose.yml").read_text("utf-8")
     broken = tmp_path / "docker-compose.yml"
-    good = 'ports: ["10911:10911", "10909:10909", "5557:5557"]'
+    good = 'ports: ["10911:10911", "10909:10909", "5557:5557", "8081:8081"]'
     assert good in text
     broken.write_text(text.replace(good, 'ports: "10911:10911"'), "utf-8")
     result = _compose(broken, "config", "--quiet")
@@ -129,8 +129,9 @@ def test_compose_broker_matches_its_layout_file(broker: str) -> None:
     port = int(props["listenPort"])
     # Host clients get brokerIP1:listenPort from the name servers; Java clients also
     # use the VIP channel on listenPort - 2.
+    grpc = int(props["grpcListenPort"])
     assert _published(svc) == [(port, port), (port - 2, port - 2),
-                               (METRICS_HOST_PORT[broker], 5557)]  # fmt: skip
+                               (METRICS_HOST_PORT[broker], 5557), (grpc, grpc)]  # fmt: skip
     assert env["BROKER_brokerIP1"] == "203.0.113.7"
     assert env["BROKER_brokerIP2"] == broker  # the slave reaches the master's HA port
     assert env["NAMESRV_ADDR"] == "namesrv1:9876;namesrv2:9876"
