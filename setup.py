@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 KERNELS = [
@@ -52,8 +52,16 @@ def _extensions() -> list[object]:
     except ImportError:
         _skipped("Cython is not installed")
         return []
-    sources = [str(Path(p)) for p in KERNELS]
-    return list(cythonize(sources, compiler_directives={"language_level": "3"}, quiet=True))
+    extensions = [
+        Extension(
+            str(Path(path).with_suffix("")).replace("/", "."),
+            [path],
+            # The record kernel computes body CRCs with zlib's crc32, as zlib.crc32 does.
+            libraries=["z"] if path.endswith("_record_kernels.pyx") else [],
+        )
+        for path in KERNELS
+    ]
+    return list(cythonize(extensions, compiler_directives={"language_level": "3"}, quiet=True))
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from aiorocketmq.common.batch_codec import DEFAULT_MAX_BATCH_MESSAGES
 from aiorocketmq.common.constants import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
@@ -28,6 +29,7 @@ from aiorocketmq.common.constants import (
     MessageSysFlag,
 )
 from aiorocketmq.common.errors import LocalProtocolError
+from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.message import BytesLike
 from aiorocketmq.common.msg_id import pack_ip
 
@@ -223,6 +225,48 @@ def encode_records(
     return out
 
 
+def encode_batch_records(
+    body: BytesLike,
+    batch_properties: str,
+    *,
+    topic: str,
+    queue_id: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: tuple[str, int],
+    store_host: tuple[str, int],
+    reconsume_times: int = 0,
+    max_messages: int = DEFAULT_MAX_BATCH_MESSAGES,
+) -> bytearray | None:
+    """A client batch body's records in one C pass, or None: then use the reference.
+
+    Byte for byte ``encode_records`` of ``decode_batch_entries(body)``, each entry's
+    properties merged with ``batch_properties`` (``merge_batch_properties``). None when
+    the kernel is not built, or for anything the reference would refuse or word (a bad
+    entry, too many, properties too long, an empty body...): the caller then runs the
+    reference, which gives the refusal its exact text.
+    """
+    if _KERNEL is None:
+        return None
+    try:
+        topic_raw, batch_raw = _encode_texts(topic, batch_properties)
+        born_raw, born_port, store_raw, store_port, sys_flag = _pack_hosts(
+            born_host, store_host, sys_flag
+        )
+        _check_encode_ints(
+            (queue_id, 0, 0, sys_flag, born_timestamp, 0, reconsume_times, 0, 0),
+            born_port,
+            store_port,
+        )
+        records: bytearray | None = _KERNEL.encode_batch_records(
+            body, batch_raw, topic_raw, queue_id, sys_flag, born_timestamp, born_raw,
+            born_port, store_raw, store_port, reconsume_times, max_messages,
+        )  # fmt: skip
+    except (LocalProtocolError, OverflowError):  # an int past its field: the reference's
+        return None
+    return records
+
+
 def _pack_hosts(
     born_host: tuple[str, int], store_host: tuple[str, int], sys_flag: int
 ) -> tuple[bytes, int, bytes, int, int]:
@@ -340,3 +384,7 @@ def blank_record(size: int) -> bytes:
     if not BLANK_RECORD_SIZE <= size <= _INT32_MAX:
         raise LocalProtocolError(f"a BLANK record spans 8..2**31-1 bytes, not {size}")
     return _HEAD.pack(size, BLANK_MAGIC_CODE)
+
+
+#: The C batch encoder (``_record_kernels.pyx``) when built and not turned off.
+_KERNEL = load_kernel("aiorocketmq.common._record_kernels")

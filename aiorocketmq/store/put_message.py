@@ -51,6 +51,7 @@ from aiorocketmq.common.message_codec import (
 )
 from aiorocketmq.common.msg_id import pack_ip
 from aiorocketmq.common.properties import MessageConst, properties_to_string
+from aiorocketmq.common.record_encoder import encode_batch_records
 from aiorocketmq.runtime.lifecycle import ServiceStateError
 from aiorocketmq.store.commit_log import AppendResult, AppendStatus, CommitLog, queue_key
 from aiorocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
@@ -300,6 +301,9 @@ class MessagePutter:
             return _refused(illegal, "a batch cannot be transactional")
         if parse_delay_level(batch.properties) != 0:
             return _refused(illegal, "a batch cannot be delayed")
+        fast = self._encode_batch_fast(batch)
+        if fast is not None:
+            return fast
         try:
             entries = decode_batch_entries(body)
             batch_props = properties_to_string(batch.properties)
@@ -331,6 +335,20 @@ class MessagePutter:
             except LocalProtocolError as exc:
                 return _encode_failure(properties, exc)
         return out
+
+    @staticmethod
+    def _encode_batch_fast(batch: MessageExtBatch) -> bytearray | None:
+        """The batch's records by the C kernel; None: the reference path decides."""
+        try:
+            batch_props = properties_to_string(batch.properties)
+        except LocalProtocolError:
+            return None
+        return encode_batch_records(
+            batch.body, batch_props, topic=batch.topic, queue_id=batch.queue_id,
+            sys_flag=batch.sys_flag, born_timestamp=batch.born_timestamp,
+            born_host=batch.born_host, store_host=batch.store_host,
+            reconsume_times=batch.reconsume_times,
+        )  # fmt: skip
 
     # -- append and promises -------------------------------------------------------------
 

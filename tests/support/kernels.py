@@ -46,3 +46,13 @@ def use_pulled_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> N
     if implementation == "c":
         kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
     monkeypatch.setattr(pulled_message, "_KERNEL", kernel)
+
+
+def use_batch_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make batch puts encode in C ("c") or by the reference ("python")."""
+    from aiorocketmq.common import record_encoder
+
+    kernel = None
+    if implementation == "c":
+        kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
+    monkeypatch.setattr(record_encoder, "_KERNEL", kernel)

@@ -24,6 +24,7 @@ from aiorocketmq.store.errors import StoreIOError
 from aiorocketmq.store.inner_message import MessageExtBatch
 from aiorocketmq.store.message_store import MessageStore
 from aiorocketmq.store.results import GetMessageStatus, PutMessageStatus
+from tests.support.kernels import IMPLEMENTATIONS, use_batch_kernel
 from tests.support.wait import wait_until
 from tests.unit.store.helpers import BORN_HOST, STORE_HOST
 from tests.unit.store.store_support import (
@@ -232,7 +233,11 @@ async def test_sync_master_waits_for_the_replica_seam(tmp_path: Path) -> None:
         await store.shutdown()
 
 
-async def test_batch_put_stores_consecutive_records(store: MessageStore) -> None:
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+async def test_batch_put_stores_consecutive_records(
+    store: MessageStore, implementation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_batch_kernel(implementation, monkeypatch)
     messages = [
         Message(TOPIC, f"b{i}".encode(), flag=i, properties={"TAGS": "t", "KEYS": f"k{i}"})
         for i in range(3)
@@ -255,8 +260,12 @@ async def test_batch_put_stores_consecutive_records(store: MessageStore) -> None
     assert (await put_ok(store, inner(queue_id=1))).queue_offset == 3
 
 
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize("case", ["transactional", "delayed", "body too large", "garbled"])
-async def test_invalid_batches_are_refused(store: MessageStore, case: str) -> None:
+async def test_invalid_batches_are_refused(
+    store: MessageStore, case: str, implementation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_batch_kernel(implementation, monkeypatch)
     body = encode_batch([Message(TOPIC, b"x")])
     batch = MessageExtBatch(TOPIC, 0, body, born_host=BORN_HOST, store_host=STORE_HOST)
     if case == "transactional":
