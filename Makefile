@@ -7,6 +7,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 RUN_STAMP := $(VENV)/.installed-runtime
 PYTEST_ARGS ?=
+# The C kernels (setup.py builds them at install): a changed one re-installs, so it is rebuilt.
+KERNEL_SOURCES := setup.py $(wildcard aiorocketmq/*/_*_kernels.pyx)
 TEST_WORKERS ?= 2
 # make run's layout, and the name-server addresses its first line prints (read from the
 # layout's manifest, so they follow RUN_LAYOUT).
@@ -31,14 +33,14 @@ NODE5_STAMP := $(NODE5_DIR)/node_modules/.installed
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml $(KERNEL_SOURCES) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,analytics]'
 	touch $@ $(RUN_STAMP)
 
 # The runtime only: what the broker, name server, client and CLIs import (no PySpark,
 # mypy or stock clients). The dev stamp implies it.
-$(RUN_STAMP): pyproject.toml | $(BIN)/python
+$(RUN_STAMP): pyproject.toml $(KERNEL_SOURCES) | $(BIN)/python
 	@echo "make run: installing the runtime into $(VENV) (once)"
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .
