@@ -442,12 +442,13 @@ class MessagePutter:
             flushed = self.group_commit.request(appended.next_offset)
         self._stats.count_put(topic, appended.message_count, appended.wrote_bytes)
         offsets = appended.record_offsets or [appended.physical_offset]
+        prefix = self._msg_id_prefix(store_host)  # one lookup for a whole batch's ids
         result = PutMessageResult(
             _OK,
             appended.physical_offset,
             appended.wrote_bytes,
             appended.queue_offset,
-            [self._msg_id(store_host, offset) for offset in offsets],
+            [f"{prefix}{offset:016X}" for offset in offsets],
             appended.store_timestamp,
             appended.message_count,
         )
@@ -491,13 +492,14 @@ class MessagePutter:
         self._no_space_until_ms = self._clock.monotonic_ms() + _NO_SPACE_RETRY_MS
         return _refused(PutMessageStatus.SERVICE_NOT_AVAILABLE, "disk full")
 
-    def _msg_id(self, store_host: tuple[str, int], offset: int) -> str:
-        """offsetMsgId: store ip + port + offset in upper-case hex (prefix cached)."""
+    def _msg_id_prefix(self, store_host: tuple[str, int]) -> str:
+        """offsetMsgId's store ip + port in upper-case hex (cached); the offset's 16
+        hex digits follow it."""
         prefix = self._msg_id_prefixes.get(store_host)
         if prefix is None:
             raw = pack_ip(store_host[0]) + _PORT.pack(store_host[1])
             prefix = self._msg_id_prefixes[store_host] = raw.hex().upper()
-        return f"{prefix}{offset:016X}"
+        return prefix
 
     def _failed(self, result: PutMessageResult) -> PutMessageResult:
         self._stats.put_message_failed_times += 1
