@@ -1,8 +1,9 @@
 """The wheel, installed as a user installs it, runs the README's Quickstart outside the checkout.
 
-A module fixture copies what the distribution is built from (``pyproject.toml``, the
-package, README, LICENSE, NOTICE, CHANGELOG) to a temporary directory, builds the wheel
-there with ``pip wheel`` (so no stale ``build/`` of the checkout leaks in), creates a
+A module fixture copies what the distribution is built from (``pyproject.toml``,
+``setup.py``, the package, README, LICENSE, NOTICE, CHANGELOG) to a temporary directory,
+builds the wheel there with ``pip wheel`` (so no stale ``build/`` or in-place compiled
+kernel of the checkout leaks in; the wheel compiles its own), creates a
 fresh virtual environment (no system site-packages, no access to the project's
 ``.venv``) and installs the wheel with its runtime dependencies, plus pytest for the
 plugin test. Every command then runs from a working directory outside the checkout,
@@ -43,7 +44,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: The files the distribution is built from (pyproject's readme and license-files).
-DIST_FILES = ("pyproject.toml", "README.md", "LICENSE", "NOTICE", "CHANGELOG.md")
+DIST_FILES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "NOTICE", "CHANGELOG.md")
+#: The C kernels ``pip install`` compiles (setup.py) where a C compiler exists.
+KERNELS = (
+    "aiorocketmq.common._hash_kernels", "aiorocketmq.common._props_kernels",
+    "aiorocketmq.common._record_kernels", "aiorocketmq.remoting._frame_kernels",
+)  # fmt: skip
 EXAMPLE_NAMESRV = "127.0.0.1:9876"
 COMMAND_TIMEOUT_S = 120
 DASHBOARD_READY = re.compile(r"dashboard ready at (http://\S+/)")
@@ -106,7 +112,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     src = base / "src"
     shutil.copytree(
         REPO_ROOT / "aiorocketmq", src / "aiorocketmq",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "_*_kernels.c"),
     )  # fmt: skip
     for name in DIST_FILES:
         shutil.copy2(REPO_ROOT / name, src / name)
@@ -162,6 +168,19 @@ def test_the_install_is_the_wheel_with_the_runtime_only(
     assert analytics.returncode == 1, analytics.stderr
     assert "pip install 'aiorocketmq[analytics]'" in analytics.stderr  # no traceback
     assert installed.seconds < 120, f"the install took {installed.seconds:.0f} s"
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler: the kernels are optional")
+def test_the_wheel_compiled_the_c_kernels(installed: Installed, workdir: Path) -> None:
+    """``pip`` built every kernel from setup.py with the machine's compiler."""
+    out = run(
+        [installed.python, "-c", (
+            "from aiorocketmq.common.kernels import load_kernel\n"
+            f"print([k for k in {KERNELS!r} if load_kernel(k) is None])\n"
+        )],
+        workdir, installed.env,
+    )  # fmt: skip
+    assert out.strip() == "[]", f"kernels not built: {out}"
 
 
 def _pids(run_dir: Path) -> list[int]:
