@@ -40,6 +40,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.tag_hash import index_key_hash
 from aiorocketmq.store.errors import StoreLoadError
 from aiorocketmq.store.mapped_file import MappedFile
@@ -225,6 +226,8 @@ class IndexFile:
         Returns:
             How many were added (a prefix); fewer than given when the file filled.
         """
+        if _KERNEL is not None:
+            return self._put_hashes_kernel(hashes, phy_offsets, store_timestamps)
         total = min(len(hashes), self.index_num - self.index_count)
         done = 0
         # The first items also set the begin values, which later items' timeDiff reads.
@@ -236,6 +239,27 @@ class IndexFile:
                 hashes[done:total], phy_offsets[done:total], store_timestamps[done:total]
             )
         return total
+
+    def _put_hashes_kernel(
+        self,
+        hashes: npt.NDArray[np.int64],
+        phy_offsets: npt.NDArray[np.int64],
+        store_timestamps: npt.NDArray[np.int64],
+    ) -> int:
+        """``put_hashes`` by the C kernel (``_index_kernels.pyx``): one loop in C."""
+        assert _KERNEL is not None
+        done, count, slots, begin_ts, begin_phy = _KERNEL.put_hashes(
+            self._buf, self._items_base, self.hash_slot_num, self.index_num, self.index_count,
+            self.hash_slot_count, self.begin_timestamp, self.begin_phy_offset,
+            np.ascontiguousarray(hashes, np.int64), np.ascontiguousarray(phy_offsets, np.int64),
+            np.ascontiguousarray(store_timestamps, np.int64),
+        )  # fmt: skip
+        if done:
+            self.index_count, self.hash_slot_count = count, slots
+            self.begin_timestamp, self.begin_phy_offset = begin_ts, begin_phy
+            self.end_phy_offset = int(phy_offsets[done - 1])
+            self.end_timestamp = int(store_timestamps[done - 1])
+        return int(done)
 
     def _put_hashes(
         self,
@@ -360,3 +384,7 @@ class IndexFile:
         keeps indexCount 0 on disk, which reads as 1 either way.)
         """
         msync(self._buf)
+
+
+#: The C ``put_hashes`` (``_index_kernels.pyx``) when built and not turned off.
+_KERNEL = load_kernel("aiorocketmq.store._index_kernels")

@@ -56,3 +56,13 @@ def use_batch_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> No
     if implementation == "c":
         kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
     monkeypatch.setattr(record_encoder, "_KERNEL", kernel)
+
+
+def use_index_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``IndexFile.put_hashes`` run in C ("c") or in numpy ("python")."""
+    from aiorocketmq.store import index_file
+
+    kernel = None
+    if implementation == "c":
+        kernel = kernel_or_skip("aiorocketmq.store._index_kernels")
+    monkeypatch.setattr(index_file, "_KERNEL", kernel)

@@ -19,6 +19,7 @@ from aiorocketmq.store.index_file import (
     index_file_name,
     index_file_size,
 )
+from tests.support.kernels import IMPLEMENTATIONS, use_index_kernel
 
 SLOTS, ITEMS = 8, 10
 HEADER = struct.Struct(">qqqqii")
@@ -158,7 +159,24 @@ _keys = st.lists(
     garbage=st.lists(st.integers(-5, 30), min_size=SLOTS, max_size=SLOTS),
     split=st.integers(0, 40),
 )
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_put_hashes_writes_what_put_key_writes(
+    tmp_path_factory: pytest.TempPathFactory,
+    implementation: str,
+    keys: list[tuple[str, int, int]],
+    end_phy: int,
+    end_time: int,
+    garbage: list[int],
+    split: int,
+) -> None:
+    """Random keys (collisions, non-ASCII, a full file, slot heads pointing anywhere),
+    by the C kernel and by numpy."""
+    with pytest.MonkeyPatch.context() as patch:
+        use_index_kernel(implementation, patch)
+        _put_hashes_equals_put_key(tmp_path_factory, keys, end_phy, end_time, garbage, split)
+
+
+def _put_hashes_equals_put_key(
     tmp_path_factory: pytest.TempPathFactory,
     keys: list[tuple[str, int, int]],
     end_phy: int,
@@ -166,7 +184,6 @@ def test_put_hashes_writes_what_put_key_writes(
     garbage: list[int],
     split: int,
 ) -> None:
-    """Random keys (collisions, non-ASCII, a full file, slot heads pointing anywhere)."""
     folder = tmp_path_factory.mktemp("idx")
     one = new_index(folder, "1", end_phy_offset=end_phy, end_timestamp=end_time)
     many = new_index(folder, "2", end_phy_offset=end_phy, end_timestamp=end_time)

@@ -1,0 +1,100 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=False
+"""C kernel of ``store.index_file``: many keys' items written into an IndexFile at once.
+
+Owns: ``put_hashes``, the compiled twin of ``IndexFile.put_hashes``: the ``putKey``
+loop over a chunk's hashes in C, writing items, slots and header straight into the
+mapping. ``index_file`` binds it when built (``common.kernels``); the property test
+that holds ``put_hashes`` to ``put_key`` one key at a time runs against both.
+
+Must not: write anything ``put_key`` one by one would not, in any bit. Per key, as
+``IndexFile._put_hash``: the slot's head counts only within ``[1, count]``; timeDiff
+is ``(store time - beginTimestamp) // 1000`` against the begin values *before* this
+key (0 without a begin), clamped to ``[0, 2**31 - 1]``; the first items (count <= 1)
+set the begin values; an empty head counts a new slot. The header's counters and end
+values are written once at the end, holding what the last key left (nothing reads
+the mapping in between: the loop does not yield).
+"""
+
+from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+
+
+cdef int64_t _INT_MAX = 0x7FFFFFFF
+
+
+cdef inline int32_t _get32(const uint8_t* p) noexcept:
+    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
+
+
+cdef inline void _put32(uint8_t* p, uint32_t v) noexcept:
+    p[0] = (v >> 24) & 0xFF
+    p[1] = (v >> 16) & 0xFF
+    p[2] = (v >> 8) & 0xFF
+    p[3] = v & 0xFF
+
+
+cdef inline void _put64(uint8_t* p, uint64_t v) noexcept:
+    _put32(p, <uint32_t>(v >> 32))
+    _put32(p + 4, <uint32_t>(v & 0xFFFFFFFF))
+
+
+cdef inline int64_t _floordiv1000(int64_t x) noexcept:
+    # Python's floor division (C's truncates towards zero for negative values).
+    cdef int64_t q = x // 1000
+    return q
+
+
+def put_hashes(
+    buf, Py_ssize_t items_base, int64_t slot_num, int64_t index_num, int64_t count,
+    int64_t slot_count, int64_t begin_ts, int64_t begin_phy,
+    const int64_t[::1] hashes, const int64_t[::1] phys, const int64_t[::1] tss,
+):
+    """``(done, count, slot_count, begin_ts, begin_phy)`` after writing ``done`` items."""
+    cdef Py_buffer view
+    cdef uint8_t* base
+    cdef Py_ssize_t n = hashes.shape[0], i, done = 0
+    cdef int64_t h, phy, ts, head, diff, slot_pos
+    cdef uint8_t* item
+    PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE)
+    try:
+        if items_base + index_num * 20 > view.len or phys.shape[0] < n or tss.shape[0] < n:
+            raise ValueError("index buffer or inputs too small")
+        base = <uint8_t*>view.buf
+        for i in range(n):
+            if count >= index_num:
+                break
+            h, phy, ts = hashes[i], phys[i], tss[i]
+            slot_pos = 40 + (h % slot_num) * 4
+            head = _get32(base + slot_pos)
+            if head <= 0 or head > count:
+                head = 0
+            if begin_ts > 0:
+                diff = _floordiv1000(ts - begin_ts)
+                if diff < 0:
+                    diff = 0
+                elif diff > _INT_MAX:
+                    diff = _INT_MAX
+            else:
+                diff = 0
+            item = base + items_base + count * 20
+            _put32(item, <uint32_t>h)
+            _put64(item + 4, <uint64_t>phy)
+            _put32(item + 12, <uint32_t>diff)
+            _put32(item + 16, <uint32_t>head)
+            _put32(base + slot_pos, <uint32_t>count)
+            if count <= 1:
+                begin_phy, begin_ts = phy, ts
+                _put64(base + 16, <uint64_t>phy)
+                _put64(base, <uint64_t>ts)
+            if head == 0:
+                slot_count += 1
+            count += 1
+            done += 1
+        if done:
+            _put32(base + 32, <uint32_t>slot_count)
+            _put32(base + 36, <uint32_t>count)
+            _put64(base + 24, <uint64_t>phys[done - 1])
+            _put64(base + 8, <uint64_t>tss[done - 1])
+    finally:
+        PyBuffer_Release(&view)
+    return done, count, slot_count, begin_ts, begin_phy
