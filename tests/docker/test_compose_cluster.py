@@ -57,7 +57,7 @@ from tests.docker.engine import (
     build_project_image,
 )
 from tests.interop.rmq5.sdk_venv import ensure_sdk_python, run_sdk
-from tests.support.cluster import wait_route
+from tests.support.cluster import get_route, wait_route
 from tests.support.wait import wait_until, wait_until_sync
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
@@ -251,6 +251,15 @@ async def _create_topic(topic: str, queues: int = 8, image: str | None = None) -
         await wait_route(namesrv, topic, lambda route: len(route.queue_datas) == 2)
 
 
+async def _routes(topic: str) -> str:
+    """What each name server answers the host for ``topic`` (a failure's context)."""
+    lines = []
+    for namesrv in HOST_NAMESRV.split(";"):
+        route = await get_route(namesrv, topic)
+        lines.append(f"\n{namesrv}: {route}")
+    return "".join(lines)
+
+
 def _check_job(code: int, out: str, err: str, expected: int) -> dict[str, object]:
     assert code == 0, err[-3000:]
     report: dict[str, object] = json.loads(out.strip().splitlines()[-1])
@@ -308,7 +317,7 @@ async def test_host_clients_produce_and_consume(cluster: Cluster) -> None:
         "env", f"HOME={cpp_home}", sys.executable, str(CPP_SCRIPT), "produce", HOST_NAMESRV,
         "HostTopic", "sync", "1000", "--prefix", "cpp",
     )  # fmt: skip
-    assert code == 0 and "errors=0" in out, out + err
+    assert code == 0 and "errors=0" in out, out + err[-2000:] + await _routes("HostTopic")
     # A RocketMQ 5 client over gRPC, at broker-a's published endpoint.
     sdk = await run_sdk(
         ensure_sdk_python(), cluster.workdir / "sdk-host", "produce", "--endpoint",
@@ -330,7 +339,7 @@ async def test_network_clients_produce_and_consume(cluster: Cluster) -> None:
         *_in_container(image, "python", "/opt/job/cpp_client.py", "produce", NET_NAMESRV,
                        "NetTopic", "sync", "1000", "--prefix", "cpp"),
     )  # fmt: skip
-    assert code == 0 and "errors=0" in out, out + err
+    assert code == 0 and "errors=0" in out, out + err[-2000:] + await _routes("NetTopic")
     job = await _run(
         *_in_container(image, "python", "/opt/job/network_client.py", NET_NAMESRV, "NetTopic",
                        "net-group", "--produce", "5000", "--prefix", "py", "--expect", "cpp:1000"),
