@@ -9,3 +9,21 @@ def pulled_messages(
     unread_slots: tuple[Any, ...],
     decompress: Callable[[bytes, int], bytes],
 ) -> list[Any] | None: ...
+def encode_batch_records(
+    body: Any,
+    batch_raw: bytes,
+    topic_raw: bytes,
+    queue_id: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_raw: bytes,
+    born_port: int,
+    store_raw: bytes,
+    store_port: int,
+    reconsume_times: int,
+    max_messages: int,
+) -> bytearray | None: ...
+def frame_records(records: Any, min_size: int) -> list[int] | None: ...
+def patch_records(
+    records: Any, sizes: list[int], base: int, first_queue_offset: int, store_timestamp: int
+) -> list[int]: ...

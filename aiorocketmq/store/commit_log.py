@@ -53,6 +53,7 @@ from aiorocketmq.common.constants import (
     MessageSysFlag,
 )
 from aiorocketmq.common.errors import ProtocolError
+from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.message_codec import (
     MIN_RECORD_SIZE,
     blank_record,
@@ -466,6 +467,9 @@ def _default_allocator(
 
 def _frame_batch(records: bytearray) -> list[int] | None:
     """TOTALSIZE of each record back to back, or None if they do not fill ``records``."""
+    if _KERNEL is not None:
+        framed: list[int] | None = _KERNEL.frame_records(records, MIN_RECORD_SIZE)
+        return framed
     sizes = []
     pos, end = 0, len(records)
     while pos < end:
@@ -483,6 +487,14 @@ def _patch_batch(
     records: bytearray, sizes: list[int], base: int, first_queue_offset: int, store_timestamp: int
 ) -> list[int]:
     """Patch every record of a batch placed at ``base``; return their offsets."""
+    if _KERNEL is not None:
+        try:
+            patched: list[int] = _KERNEL.patch_records(
+                records, sizes, base, first_queue_offset, store_timestamp
+            )
+            return patched
+        except OverflowError:
+            pass  # a value past int64: the loop below says so in patch_record's words
     offsets = []
     pos = 0
     for index, record_size in enumerate(sizes):
@@ -509,3 +521,8 @@ def _verify_records(records: bytearray, count: int) -> None:
         raise StoreError(f"refusing to write a record that does not verify: {exc}") from exc
     if pos != len(records):
         raise StoreError(f"records end at {pos}, the buffer at {len(records)}")
+
+
+#: The record kernels (``common/_record_kernels.pyx``): a batch's framing and patching
+#: in C when built and not turned off.
+_KERNEL = load_kernel("aiorocketmq.common._record_kernels")

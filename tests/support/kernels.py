@@ -66,3 +66,13 @@ def use_index_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> No
     if implementation == "c":
         kernel = kernel_or_skip("aiorocketmq.store._index_kernels")
     monkeypatch.setattr(index_file, "_KERNEL", kernel)
+
+
+def use_commit_log_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make a batch append frame and patch its records in C ("c") or in Python."""
+    from aiorocketmq.store import commit_log
+
+    kernel = None
+    if implementation == "c":
+        kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
+    monkeypatch.setattr(commit_log, "_KERNEL", kernel)

@@ -9,12 +9,16 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aiorocketmq.common.constants import BLANK_MAGIC_CODE, MessageSysFlag
-from aiorocketmq.common.message_codec import decode_record, scan_records
+from aiorocketmq.common.message_codec import decode_record, encode_record, scan_records
 from aiorocketmq.runtime.executor import BlockingExecutor
+from aiorocketmq.store import commit_log as commit_log_module
 from aiorocketmq.store.commit_log import AppendStatus, CommitLog, queue_key
 from aiorocketmq.store.errors import StoreError
+from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip, use_commit_log_kernel
 from tests.unit.store.helpers import (
     SMALL_COMMIT_LOG,
     append,
@@ -135,7 +139,11 @@ async def test_oversized_and_undersized_records(commit_log: CommitLog) -> None:
     assert after.physical_offset == SMALL_COMMIT_LOG
 
 
-async def test_batch_is_placed_whole_with_consecutive_offsets(commit_log: CommitLog) -> None:
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+async def test_batch_is_placed_whole_with_consecutive_offsets(
+    commit_log: CommitLog, implementation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_commit_log_kernel(implementation, monkeypatch)
     commit_log.append(record_of_size(SMALL_COMMIT_LOG - 2000), KEY, T0)
     batch = bytearray().join(record_of_size(700) for _ in range(3))  # 2100 > 2000 - 8 left
     result = await append_batch(commit_log, batch, KEY, T0 + 5)
@@ -150,7 +158,11 @@ async def test_batch_is_placed_whole_with_consecutive_offsets(commit_log: Commit
     assert {r.store_timestamp for r in records} == {T0 + 5}
 
 
-async def test_batch_that_does_not_frame_is_refused(commit_log: CommitLog) -> None:
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+async def test_batch_that_does_not_frame_is_refused(
+    commit_log: CommitLog, implementation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_commit_log_kernel(implementation, monkeypatch)
     broken = record_of_size(300) + bytearray(10)
     assert commit_log.append_batch(broken, KEY, T0).status is AppendStatus.UNKNOWN_ERROR
     assert commit_log.max_offset == 0 and commit_log.queue_offset("TopicTest", 0) == 0
@@ -250,3 +262,41 @@ async def test_min_offset_skips_a_first_file_being_deleted(commit_log: CommitLog
     first.shutdown()  # being deleted, still in the queue: RocketMQ reports the next file
     assert commit_log.min_offset == SMALL_COMMIT_LOG
     first.release()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    hosts=st.lists(st.sampled_from([("127.0.0.1", 1), ("::1", 2)]), min_size=1, max_size=6),
+    bodies=st.lists(st.binary(max_size=40), min_size=6, max_size=6),
+    base=st.integers(0, 2**40),
+    first=st.integers(0, 2**40),
+    stamp=st.integers(0, 2**42),
+    cut=st.integers(0, 120),
+)
+def test_batch_framing_and_patching_in_c_equal_python(
+    hosts: list[tuple[str, int]], bodies: list[bytes], base: int, first: int, stamp: int, cut: int
+) -> None:
+    """IPv4 and IPv6 born hosts (the store time moves from 56 to 68); cut batches."""
+    kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
+    records = bytearray().join(
+        encode_record(topic="T", body=body, properties="K\x01v", queue_id=0,
+                      born_timestamp=1, born_host=host, store_timestamp=0,
+                      store_host=("127.0.0.1", 3))
+        for host, body in zip(hosts, bodies, strict=False)
+    )  # fmt: skip
+    cut_records = records[: len(records) - cut % len(records)] if cut % 4 == 0 else records
+    saved = commit_log_module._KERNEL
+    try:
+        commit_log_module._KERNEL = None
+        want_sizes = commit_log_module._frame_batch(cut_records)
+        commit_log_module._KERNEL = kernel
+        assert commit_log_module._frame_batch(cut_records) == want_sizes
+        if want_sizes is None:
+            return
+        by_c, by_py = bytearray(cut_records), bytearray(cut_records)
+        got = commit_log_module._patch_batch(by_c, want_sizes, base, first, stamp)
+        commit_log_module._KERNEL = None
+        want = commit_log_module._patch_batch(by_py, want_sizes, base, first, stamp)
+    finally:
+        commit_log_module._KERNEL = saved
+    assert got == want and by_c == by_py
