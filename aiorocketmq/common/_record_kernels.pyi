@@ -27,3 +27,12 @@ def frame_records(records: Any, min_size: int) -> list[int] | None: ...
 def patch_records(
     records: Any, sizes: list[int], base: int, first_queue_offset: int, store_timestamp: int
 ) -> list[int]: ...
+def dispatch_requests(
+    view: Any,
+    pos: int,
+    max_count: int,
+    cls: type[Any],
+    parse_properties: Callable[[str], dict[str, str]],
+    tags_code: Callable[[str | None], int],
+    stop_topic: bytes,
+) -> tuple[list[Any], list[int], int]: ...

@@ -405,3 +405,74 @@ def patch_records(records, list sizes, int64_t base, int64_t first_queue_offset,
     finally:
         PyBuffer_Release(&buf)
     return offsets
+
+
+# ------------------------------------------------------------- dispatch requests
+
+
+def dispatch_requests(
+    view, Py_ssize_t pos, Py_ssize_t max_count, cls, parse_properties, tags_code,
+    bytes stop_topic,
+):
+    """``(requests, ends, next_pos)``: up to ``max_count`` sound records from ``pos`` of
+    ``view`` as ``cls`` (``DispatchRequest``) objects, built as the dispatcher's
+    ``from_record`` builds them, and each one's end; it stops before anything else
+    (not a sound record, or a record of ``stop_topic``, whose tagsCode has other
+    rules), and ``next_pos`` is where the scanner takes over."""
+    cdef Py_buffer buf
+    cdef list requests = [], ends = []
+    cdef Py_ssize_t size, total, count = 0, topic_pos, props_pos
+    cdef const uint8_t* p
+    cdef int32_t body_len, topic_len
+    cdef int topic_len_size
+    cdef _Layout l
+    cdef const uint8_t* topic_raw = NULL
+    cdef Py_ssize_t topic_raw_len = -1
+    cdef Py_ssize_t stop_len = len(stop_topic)
+    topic = None
+    new = object.__new__
+    PyObject_GetBuffer(view, &buf, PyBUF_SIMPLE)
+    try:
+        size = buf.len
+        while count < max_count and pos < size:
+            p = <const uint8_t*>buf.buf + pos
+            total = _record_size(p, size - pos)
+            if total < 0:
+                break
+            l = _layout(_i32(p + 36))
+            body_len = _i32(p + l.body - 4)
+            topic_len_size = 1 if _u32(p + 4) == _MAGIC_V1 else 2
+            topic_pos = l.body + body_len
+            if topic_len_size == 1:
+                topic_len = <signed char>p[topic_pos]
+            else:
+                topic_len = <int16_t>((p[topic_pos] << 8) | p[topic_pos + 1])
+            if topic_len == stop_len and memcmp(p + topic_pos + topic_len_size, <const char*>stop_topic, stop_len) == 0:
+                break
+            if not _same(topic_raw, topic_raw_len, p + topic_pos + topic_len_size, topic_len):
+                topic_raw, topic_raw_len = p + topic_pos + topic_len_size, topic_len
+                topic = PyUnicode_DecodeUTF8(<const char*>topic_raw, topic_len, "surrogateescape")
+            props_pos = topic_pos + topic_len_size + topic_len + 2
+            props = parse_properties(PyUnicode_DecodeUTF8(
+                <const char*>(p + props_pos), total - props_pos, "surrogateescape"
+            ))
+            request = new(cls)
+            request.topic = topic
+            request.queue_id = _i32(p + 12)
+            request.commit_log_offset = _i64(p + 28)
+            request.msg_size = total
+            request.tags_code = tags_code(props.get("TAGS"))
+            request.store_timestamp = _i64(p + l.store_ts)
+            request.consume_queue_offset = _i64(p + 20)
+            request.keys = props.get("KEYS")
+            request.uniq_key = props.get("UNIQ_KEY")
+            request.sys_flag = _i32(p + 36)
+            request.prepared_transaction_offset = _i64(p + l.reconsume + 4)
+            request.properties = props
+            requests.append(request)
+            pos += total
+            ends.append(pos)
+            count += 1
+    finally:
+        PyBuffer_Release(&buf)
+    return requests, ends, pos

@@ -9,6 +9,12 @@ a slave), or completed from the properties string a single put just stored (the
 master's inline dispatch, which reads nothing back), plus the check that both ways
 agree (``verify_writes``).
 
+``walk`` gives a slice's records as requests: runs of sound records by the C kernel
+(``common/_record_kernels.pyx``, built as ``from_record`` builds them, a bounded run
+at a time), and from the first record it does not take (a schedule-topic record,
+anything not sound, the end) the ``RecordScanner``, whose ``stop`` tells why the walk
+ended.
+
 Must not: touch files, queues or the index (the dispatcher does), or build a
 put's request for the schedule topic: its tagsCode needs the record's DELAY rules.
 """
@@ -16,9 +22,11 @@ put's request for the schedule topic: its tagsCode needs the record's DELAY rule
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Final
 
 from aiorocketmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC
+from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.message_codec import RecordScanner, RecordView
 from aiorocketmq.common.properties import MessageConst, string_to_properties
 from aiorocketmq.common.tag_hash import tags_code
@@ -29,6 +37,19 @@ from aiorocketmq.store.inner_message import parse_delay_level
 log = logging.getLogger(__name__)
 
 _TAGS_CACHE_MAX: Final = 4096  # distinct TAGS values remembered; a topic has few
+#: Records the kernel builds per call: the dispatcher checks its time budget between
+#: requests, so a run must stay well under a chunk's 1 ms.
+_KERNEL_RUN: Final = 256
+_SCHEDULE_TOPIC_RAW: Final = RMQ_SYS_SCHEDULE_TOPIC.encode()
+
+
+class RecordWalk:
+    """Where ``DispatchRequestBuilder.walk`` keeps its scanner (its ``stop`` at the end)."""
+
+    __slots__ = ("scanner",)
+
+    def __init__(self) -> None:
+        self.scanner: RecordScanner | None = None
 
 
 class DispatchRequestBuilder:
@@ -51,6 +72,26 @@ class DispatchRequestBuilder:
         if record.topic == RMQ_SYS_SCHEDULE_TOPIC:
             code = self._deliver_time(props, record.store_timestamp, code)
         return DispatchRequest.from_record(record, code)
+
+    def walk(self, view: memoryview, walk: RecordWalk) -> Iterator[tuple[DispatchRequest, int]]:
+        """``(request, end)`` of each record of ``view`` in order; see the module docstring.
+
+        ``walk.scanner`` holds the scanner (and, once the walk is exhausted, its stop).
+        """
+        pos = 0
+        if _KERNEL is not None:
+            while True:
+                requests, ends, after = _KERNEL.dispatch_requests(
+                    view, pos, _KERNEL_RUN, DispatchRequest, string_to_properties,
+                    self.tags_code, _SCHEDULE_TOPIC_RAW,
+                )  # fmt: skip
+                yield from zip(requests, ends, strict=True)
+                pos = after
+                if len(requests) < _KERNEL_RUN:
+                    break  # the kernel stopped before a record: the scanner decides it
+        scanner = walk.scanner = RecordScanner(view, pos)
+        for record in scanner:
+            yield self.from_record(record), record.end
 
     def complete_put(self, request: DispatchRequest, properties: str) -> None:
         """Fill in what the stored ``properties`` give, parsed as a scanned record's.
@@ -99,3 +140,7 @@ class DispatchRequestBuilder:
         if level <= 0:
             return tags
         return store_timestamp + self._delays_ms[level - 1]
+
+
+#: The record kernels (``common/_record_kernels.pyx``) when built and not turned off.
+_KERNEL = load_kernel("aiorocketmq.common._record_kernels")

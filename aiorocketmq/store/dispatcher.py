@@ -55,7 +55,6 @@ from aiorocketmq.common.constants import (
 )
 from aiorocketmq.common.message_codec import (
     MIN_RECORD_SIZE,
-    RecordScanner,
     ScanStop,
     StopReason,
 )
@@ -65,7 +64,7 @@ from aiorocketmq.store.commit_log import CommitLog
 from aiorocketmq.store.config import BrokerRole, MessageStoreConfig
 from aiorocketmq.store.consume_queue import ConsumeQueue, PutUnitStatus
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
-from aiorocketmq.store.dispatch_builder import DispatchRequestBuilder
+from aiorocketmq.store.dispatch_builder import DispatchRequestBuilder, RecordWalk
 from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.errors import StoreError
 from aiorocketmq.store.index_service import IndexService
@@ -394,20 +393,19 @@ class ReputMessageService(Service):
         with selected:
             base = selected.start_offset
             self.reput_from = base
-            scanner = RecordScanner(selected.view)
+            walk = RecordWalk()
             budget = self._chunk
             deadline = perf_counter() + self._chunk_s
             done: list[DispatchRequest] = []
             ends: list[int] = []
             outcome: str | _NeedFile | None = None
-            for record in scanner:
-                request = self._builder.from_record(record)
+            for request, end in self._builder.walk(selected.view, walk):
                 need = self._put_unit(request)
                 if need is not None:
                     outcome = need
                     break
                 done.append(request)
-                ends.append(base + record.end)
+                ends.append(base + end)
                 budget -= 1
                 if budget == 0 or (budget & 31 == 0 and perf_counter() > deadline):
                     outcome = _CONTINUE
@@ -421,8 +419,8 @@ class ReputMessageService(Service):
                 return _NeedFile(done[indexed], None)  # reput_from points at it
             if outcome is not None:
                 return outcome
-            assert scanner.stop is not None
-            return self._after_stop(scanner.stop, base, selected.size, selected.view)
+            assert walk.scanner is not None and walk.scanner.stop is not None
+            return self._after_stop(walk.scanner.stop, base, selected.size, selected.view)
 
     def _put_unit(self, request: DispatchRequest) -> _NeedFile | None:
         """The record's ConsumeQueue unit; a _NeedFile when a file must be created first."""

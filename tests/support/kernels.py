@@ -76,3 +76,13 @@ def use_commit_log_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) 
     if implementation == "c":
         kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
     monkeypatch.setattr(commit_log, "_KERNEL", kernel)
+
+
+def use_dispatch_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the dispatcher build its requests in C ("c") or from scanned records."""
+    from aiorocketmq.store import dispatch_builder
+
+    kernel = None
+    if implementation == "c":
+        kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
+    monkeypatch.setattr(dispatch_builder, "_KERNEL", kernel)

@@ -19,6 +19,7 @@ from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.errors import StoreError
 from aiorocketmq.store.message_store import MessageStore
 from aiorocketmq.store.results import GetMessageStatus, PutMessageStatus
+from tests.support.kernels import IMPLEMENTATIONS, use_dispatch_kernel
 from tests.support.wait import wait_until
 from tests.unit.store.helpers import make_record
 from tests.unit.store.store_support import (
@@ -31,6 +32,12 @@ from tests.unit.store.store_support import (
 )
 
 Arrival = tuple[str, int, int, int, int, dict[str, str]]
+
+
+@pytest.fixture(autouse=True, params=IMPLEMENTATIONS)
+def _dispatch_kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here runs with requests built in C and from scanned records."""
+    use_dispatch_kernel(request.param, monkeypatch)
 
 
 def units_of(store: MessageStore, topic: str, queue_id: int) -> list[tuple[int, int, int]]:
@@ -209,9 +216,12 @@ async def test_a_single_put_is_dispatched_from_its_own_fields(
     """A put stored as sent is dispatched without reading its record back; the queue
     unit, the index keys and the arrival are those the scanning way gives."""
     scanned: list[object] = []
-    scan = DispatchRequestBuilder.from_record
+    scan, walk = DispatchRequestBuilder.from_record, DispatchRequestBuilder.walk
     monkeypatch.setattr(
         DispatchRequestBuilder, "from_record", lambda self, r: scanned.append(r) or scan(self, r)
+    )
+    monkeypatch.setattr(  # the scanning way in either implementation starts a walk
+        DispatchRequestBuilder, "walk", lambda self, v, w: scanned.append(v) or walk(self, v, w)
     )
     store = await open_store(store_config(tmp_path, verify_writes=False), clock=ManualClock())
     heard: list[Arrival] = []
