@@ -14,3 +14,16 @@ def put_hashes(
     phys: Any,
     tss: Any,
 ) -> tuple[int, int, int, int, int]: ...
+def put_hash_list(
+    buf: Any,
+    items_base: int,
+    slot_num: int,
+    index_num: int,
+    count: int,
+    slot_count: int,
+    begin_ts: int,
+    begin_phy: int,
+    hashes: list[int],
+    phys: list[int],
+    tss: list[int],
+) -> tuple[int, int, int, int, int]: ...

@@ -50,15 +50,50 @@ def put_hashes(
     const int64_t[::1] hashes, const int64_t[::1] phys, const int64_t[::1] tss,
 ):
     """``(done, count, slot_count, begin_ts, begin_phy)`` after writing ``done`` items."""
+    cdef Py_ssize_t n = hashes.shape[0]
+    if phys.shape[0] < n or tss.shape[0] < n:
+        raise ValueError("fewer offsets or times than hashes")
+    if n == 0:
+        return 0, count, slot_count, begin_ts, begin_phy
+    return _put_all(
+        buf, items_base, slot_num, index_num, count, slot_count, begin_ts, begin_phy,
+        &hashes[0], &phys[0], &tss[0], n,
+    )
+
+
+def put_hash_list(
+    buf, Py_ssize_t items_base, int64_t slot_num, int64_t index_num, int64_t count,
+    int64_t slot_count, int64_t begin_ts, int64_t begin_phy, list hashes, list phys, list tss,
+):
+    """``put_hashes`` for a few keys given as lists (a single send's), no arrays made."""
+    cdef int64_t h[16]
+    cdef int64_t p[16]
+    cdef int64_t t[16]
+    cdef Py_ssize_t n = len(hashes), i
+    if n > 16 or len(phys) < n or len(tss) < n:
+        raise ValueError("at most 16 keys, each with its offset and time")
+    for i in range(n):
+        h[i], p[i], t[i] = hashes[i], phys[i], tss[i]
+    return _put_all(
+        buf, items_base, slot_num, index_num, count, slot_count, begin_ts, begin_phy,
+        h, p, t, n,
+    )
+
+
+cdef tuple _put_all(
+    buf, Py_ssize_t items_base, int64_t slot_num, int64_t index_num, int64_t count,
+    int64_t slot_count, int64_t begin_ts, int64_t begin_phy,
+    const int64_t* hashes, const int64_t* phys, const int64_t* tss, Py_ssize_t n,
+):
     cdef Py_buffer view
     cdef uint8_t* base
-    cdef Py_ssize_t n = hashes.shape[0], i, done = 0
+    cdef Py_ssize_t i, done = 0
     cdef int64_t h, phy, ts, head, diff, slot_pos
     cdef uint8_t* item
     PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE)
     try:
-        if items_base + index_num * 20 > view.len or phys.shape[0] < n or tss.shape[0] < n:
-            raise ValueError("index buffer or inputs too small")
+        if items_base + index_num * 20 > view.len:
+            raise ValueError("index buffer too small")
         base = <uint8_t*>view.buf
         for i in range(n):
             if count >= index_num:

@@ -248,18 +248,42 @@ class IndexFile:
     ) -> int:
         """``put_hashes`` by the C kernel (``_index_kernels.pyx``): one loop in C."""
         assert _KERNEL is not None
-        done, count, slots, begin_ts, begin_phy = _KERNEL.put_hashes(
+        outcome = _KERNEL.put_hashes(
             self._buf, self._items_base, self.hash_slot_num, self.index_num, self.index_count,
             self.hash_slot_count, self.begin_timestamp, self.begin_phy_offset,
             np.ascontiguousarray(hashes, np.int64), np.ascontiguousarray(phy_offsets, np.int64),
             np.ascontiguousarray(store_timestamps, np.int64),
         )  # fmt: skip
+        return self._kernel_put(outcome, phy_offsets, store_timestamps)
+
+    def put_hash_list(
+        self, hashes: list[int], phy_offsets: list[int], store_timestamps: list[int]
+    ) -> int | None:
+        """``put_hashes`` for up to 16 keys given as lists, by the C kernel; None when it
+        is not built (then ``put_key`` per key)."""
+        if _KERNEL is None:
+            return None
+        outcome = _KERNEL.put_hash_list(
+            self._buf, self._items_base, self.hash_slot_num, self.index_num, self.index_count,
+            self.hash_slot_count, self.begin_timestamp, self.begin_phy_offset,
+            hashes, phy_offsets, store_timestamps,
+        )  # fmt: skip
+        return self._kernel_put(outcome, phy_offsets, store_timestamps)
+
+    def _kernel_put(
+        self,
+        outcome: tuple[int, int, int, int, int],
+        phy_offsets: npt.NDArray[np.int64] | list[int],
+        store_timestamps: npt.NDArray[np.int64] | list[int],
+    ) -> int:
+        """Take over what the kernel wrote: counters and begin/end values."""
+        done, count, slots, begin_ts, begin_phy = outcome
         if done:
             self.index_count, self.hash_slot_count = count, slots
             self.begin_timestamp, self.begin_phy_offset = begin_ts, begin_phy
             self.end_phy_offset = int(phy_offsets[done - 1])
             self.end_timestamp = int(store_timestamps[done - 1])
-        return int(done)
+        return done
 
     def _put_hashes(
         self,

@@ -31,7 +31,7 @@ import numpy as np
 from aiorocketmq.common.clock import Clock, SystemClock
 from aiorocketmq.common.constants import MessageSysFlag
 from aiorocketmq.common.properties import MessageConst
-from aiorocketmq.common.tag_hash import index_key_hashes
+from aiorocketmq.common.tag_hash import index_key_hash, index_key_hashes
 from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.runtime.lifecycle import Service
 from aiorocketmq.store.config import MessageStoreConfig
@@ -41,7 +41,7 @@ from aiorocketmq.store.mapped_file import delete_files_blocking
 
 __all__ = ["IndexService", "QueryOffsetResult", "index_keys"]
 
-_SCALAR_KEYS: Final = 16
+_SCALAR_KEYS: Final = 16  # also the most IndexFile.put_hash_list (the C kernel) takes
 """Up to this many keys per call are hashed and put one by one (numpy's fixed cost is
 about that of 16 scalar hashes)."""
 
@@ -222,7 +222,15 @@ class IndexService(Service):
     def _put_one_by_one(
         index: IndexFile, keys: list[str], owners: list[int], requests: Sequence[DispatchRequest]
     ) -> int:
-        """``put_key`` per key: cheaper than numpy's set-up for a handful (a single send)."""
+        """``put_key`` per key: cheaper than numpy's set-up for a handful (a single send);
+        the C kernel takes them as lists when built."""
+        done = index.put_hash_list(
+            [index_key_hash(key) for key in keys],
+            [requests[position].commit_log_offset for position in owners],
+            [requests[position].store_timestamp for position in owners],
+        )
+        if done is not None:
+            return done
         for put, (key, position) in enumerate(zip(keys, owners, strict=True)):
             request = requests[position]
             if not index.put_key(key, request.commit_log_offset, request.store_timestamp):

@@ -202,6 +202,21 @@ def _put_hashes_equals_put_key(
         )
     assert put_many == put_one == min(len(keys), ITEMS - 1)
     assert bytes(many.mapped.buffer) == bytes(one.mapped.buffer)
+    lists = new_index(folder, "3", end_phy_offset=end_phy, end_timestamp=end_time)
+    struct.pack_into(f">{SLOTS}i", lists.mapped.buffer, 40, *garbage)
+    put_lists = 0
+    for start in range(0, len(full), 16):  # a single send's few keys, as lists
+        part = slice(start, start + 16)
+        done = lists.put_hash_list(
+            [index_key_hash(k) for k in full[part]], offsets[part], times[part]
+        )
+        if done is None:  # no kernel: the scalar path is put_key itself
+            break
+        put_lists += done
+    else:
+        assert put_lists == put_one and bytes(lists.mapped.buffer) == bytes(one.mapped.buffer)
+        assert (lists.index_count, lists.end_timestamp) == (one.index_count, one.end_timestamp)
+    lists.mapped.shutdown()
     for attr in ("index_count", "hash_slot_count", "begin_timestamp", "end_timestamp"):
         assert getattr(many, attr) == getattr(one, attr), attr
     assert (many.begin_phy_offset, many.end_phy_offset) == (

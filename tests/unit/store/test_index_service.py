@@ -16,10 +16,17 @@ from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.errors import StoreLoadError
 from aiorocketmq.store.index_file import IndexFile
 from aiorocketmq.store.index_service import IndexService, index_keys
+from tests.support.kernels import IMPLEMENTATIONS, use_index_kernel
 from tests.support.wait import wait_until
 from tests.unit.store.helpers import make_record, small_config
 
 T0 = 1_700_000_000_000
+
+
+@pytest.fixture(autouse=True, params=IMPLEMENTATIONS)
+def _index_kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here writes keys with the C kernel and without it."""
+    use_index_kernel(request.param, monkeypatch)
 
 
 @pytest.fixture
