@@ -105,8 +105,9 @@ def test_a_long_slice_is_walked_in_bounded_kernel_runs(monkeypatch: pytest.Monke
     record = _encode({"topic": "T", "body": b"x", "properties": "TAGS\x01a", "queue_id": 0,
                       "born_host": ("127.0.0.1", 1), "store_host": ("127.0.0.1", 2),
                       "store_timestamp": 5})  # fmt: skip
-    view = memoryview(record * 600)
+    run = dispatch_builder._KERNEL_RUN
+    view = memoryview(record * (2 * run + 10))
     monkeypatch.setattr(dispatch_builder, "_KERNEL", Counting)
     items, stop = _walk(view)
-    assert len(items) == 600 and stop.clean
-    assert calls == [256, 256, 256]  # 256 + 256 + 88, then the scanner meets the end
+    assert len(items) == 2 * run + 10 and stop.clean
+    assert calls == [run] * 3  # run + run + 10, then the scanner meets the end
