@@ -91,7 +91,7 @@ compose-check: $(STAMP)
 ## deploy/Dockerfile installs from with no network (an air-gapped image build); run it
 ## again after changing the code, or the image keeps the old wheel
 wheelhouse: $(RUN_STAMP)
-	rm -f deploy/wheelhouse/aiorocketmq-*.whl
+	rm -rf deploy/wheelhouse/aiorocketmq-*.whl build
 	$(BIN)/python -m pip wheel --quiet --wheel-dir deploy/wheelhouse .
 
 ## compose-test: tests/docker alone: the image built on a local Debian-made base, the

@@ -236,21 +236,39 @@ def base_image(engine: DockerEngine) -> str:
     return tag
 
 
-def build_wheelhouse(wheelhouse: Path = WHEELHOUSE) -> None:
-    """The project's wheel (always rebuilt) and its dependencies' in ``wheelhouse``."""
+#: What a wheel is built from, beside the package itself (pyproject's inputs).
+DIST_FILES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "NOTICE", "CHANGELOG.md")
+
+
+def build_wheelhouse(workdir: Path, wheelhouse: Path = WHEELHOUSE) -> None:
+    """The project's wheel (always rebuilt) and its dependencies' in ``wheelhouse``.
+
+    Built from a copy of the sources under ``workdir``: setuptools builds in the
+    source tree's ``build/``, which another build (the wheel test on the other xdist
+    worker, a developer's) may be using at the same time; and no in-place compiled
+    kernel of the checkout leaks into the image.
+    """
+    src = workdir / "src"
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.copytree(
+        REPO / "aiorocketmq", src / "aiorocketmq",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "_*_kernels.c"),
+    )  # fmt: skip
+    for name in DIST_FILES:
+        shutil.copy2(REPO / name, src / name)
     wheelhouse.mkdir(parents=True, exist_ok=True)
     for stale in wheelhouse.glob("aiorocketmq-*.whl"):
         stale.unlink()
     _run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(wheelhouse), "."],
         timeout=600,
-        cwd=REPO,
+        cwd=src,
     )
 
 
-def build_project_image(engine: DockerEngine, base: str, tag: str) -> float:
+def build_project_image(engine: DockerEngine, base: str, tag: str, workdir: Path) -> float:
     """Wheels, then ``docker build`` of deploy/Dockerfile on ``base``; the build's seconds."""
-    build_wheelhouse()
+    build_wheelhouse(workdir)
     started = time.monotonic()
     dockerfile = str(REPO / "deploy" / "Dockerfile")
     engine.run(

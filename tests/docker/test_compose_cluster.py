@@ -149,12 +149,12 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerEngine]:
 
 
 @pytest.fixture(scope="module")
-def image(engine: DockerEngine) -> Iterator[Image]:
+def image(engine: DockerEngine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Image]:
     # /metrics ports are left to _up: other tests' nodes may hold one for a moment.
     busy = [p for p in HOST_PORTS if p not in METRICS_PORTS and _port_in_use(p)]
     assert not busy, f"host ports the compose files use are in use: {busy}"
     base = base_image(engine)
-    build_s = build_project_image(engine, base, IMAGE)
+    build_s = build_project_image(engine, base, IMAGE, tmp_path_factory.mktemp("wheels"))
     size = engine.run("image", "inspect", "-f", "{{.Size}}", IMAGE)
     try:
         yield Image(engine, base, build_s, int(size) / 1e6)
