@@ -14,8 +14,10 @@ The unit of queue offset *q* sits at logical byte ``q * 20``: file
 20). A *blank* unit (0, 0x7FFFFFFF, 0) fills the front of a queue that starts
 mid-stream. Reads are numpy structured arrays (``CQ_UNIT_DTYPE``) viewed over each
 file's mapping with ``np.frombuffer``: no copy, and tag filtering is one vectorised
-``np.isin`` over the tagsCode column. Writes pack one unit with ``struct`` (cheaper
-than a numpy item assignment for a single unit).
+``np.isin`` over the tagsCode column. Writes pack units with ``struct`` (cheaper
+than numpy item assignments for the few dozen units of a run): a dispatch chunk's
+units of one queue go in as one append (``put_run``) when they continue the queue
+exactly, else unit by unit through ``put``, which holds every append rule.
 
 Must not: read the CommitLog itself (offset-by-time takes a callback), decide which
 records get a unit (the dispatcher: normal and commit records only), or create files
@@ -34,9 +36,10 @@ from __future__ import annotations
 import enum
 import logging
 import struct
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -47,11 +50,15 @@ from aiorocketmq.store.errors import StoreIOError
 from aiorocketmq.store.mapped_file import MappedFile, delete_files_blocking
 from aiorocketmq.store.mapped_file_queue import MappedFileQueue
 
+if TYPE_CHECKING:
+    from aiorocketmq.store.dispatch_request import DispatchRequest
+
 __all__ = [
     "BLANK_UNIT",
     "CQ_UNIT_DTYPE",
     "ConsumeQueue",
     "PutUnitStatus",
+    "RunResult",
     "UnitSlice",
     "tags_match",
 ]
@@ -76,6 +83,22 @@ class PutUnitStatus(enum.Enum):
     DUPLICATE = "DUPLICATE"  # already present (redispatch); nothing written, success
     NEED_FILE = "NEED_FILE"  # await allocate_file(queue_offset), then put again
     ERROR = "ERROR"  # the write failed (RocketMQ retries, then marks the queue in error)
+
+
+@dataclass(slots=True)
+class RunResult:
+    """How ``ConsumeQueue.put_run`` ended.
+
+    Attributes:
+        done: how many of the run's units are done; the unit at ``done`` (if any)
+            answered NEED_FILE, and the rest were not tried.
+        last_ok: index of the last unit written (OK), -1 if none.
+        failed: indexes of the units whose write failed (ERROR).
+    """
+
+    done: int
+    last_ok: int
+    failed: list[int] = field(default_factory=list)
 
 
 class UnitSlice:
@@ -238,6 +261,60 @@ class ConsumeQueue:
         if store_timestamp > 0:
             mapped.store_timestamp = store_timestamp
         return PutUnitStatus.OK
+
+    def put_run(self, requests: Sequence[DispatchRequest]) -> RunResult:
+        """``put`` of each request in turn (this queue's units, in CommitLog order).
+
+        A run that continues the queue exactly (the first unit new and at the write
+        position, consecutive queue offsets, room in the last file, no pre-blank
+        fill) is packed and written as one append; the outcome, bytes and state are
+        those of the unit-by-unit puts, which take every other run.
+        """
+        mapped = self._run_file(requests)
+        data = _pack_consecutive(requests) if mapped is not None else None
+        if mapped is not None and data is not None:
+            try:
+                written = mapped.append(data)
+            except StoreIOError:
+                written = -1  # unchanged: the puts below fail and log one by one
+            if written >= 0:
+                last = requests[-1]
+                self.max_physic_offset = last.commit_log_offset + last.msg_size
+                mapped.store_timestamp = last.store_timestamp
+                return RunResult(len(requests), len(requests) - 1)
+        result = RunResult(0, -1)
+        for i, request in enumerate(requests):
+            status = self.put(
+                request.commit_log_offset, request.msg_size, request.tags_code,
+                request.consume_queue_offset, request.store_timestamp,
+            )  # fmt: skip
+            if status is PutUnitStatus.NEED_FILE:
+                return result
+            if status is PutUnitStatus.OK:
+                result.last_ok = i
+            elif status is PutUnitStatus.ERROR:
+                result.failed.append(i)
+            result.done = i + 1
+        return result
+
+    def _run_file(self, requests: Sequence[DispatchRequest]) -> MappedFile | None:
+        """The last file, if ``put_run`` may append ``requests`` to it in one write."""
+        first, last = requests[0], requests[-1]
+        if (
+            first.commit_log_offset + first.msg_size <= self.max_physic_offset
+            or last.store_timestamp <= 0  # put keeps the last timestamp > 0
+        ):  # fmt: skip
+            return None
+        expect = first.consume_queue_offset * _UNIT_SIZE
+        mapped = self.queue.get_last_file(expect)
+        if (
+            mapped is None
+            or mapped.file_from_offset + mapped.wrote_position != expect
+            or mapped.wrote_position + len(requests) * _UNIT_SIZE > mapped.file_size
+            or (mapped.first_create_in_queue and expect and not mapped.wrote_position)
+        ):  # fmt: skip
+            return None
+        return mapped
 
     def _fill_pre_blank(self, mapped: MappedFile, expect: int) -> None:
         # A queue that starts mid-stream (a slave, or files deleted): blank units up
@@ -465,6 +542,21 @@ class ConsumeQueue:
         self.max_physic_offset = -1
         self.min_logic_offset = 0
         self.queue.destroy_blocking()
+
+
+def _pack_consecutive(requests: Sequence[DispatchRequest]) -> bytes | None:
+    """The units of ``requests`` packed; None unless their queue offsets are consecutive
+    and each record ends past the one before (else ``put`` sees a duplicate)."""
+    pack = _UNIT.pack
+    expect, last_end = requests[0].consume_queue_offset, -1
+    parts = []
+    for request in requests:
+        end = request.commit_log_offset + request.msg_size
+        if request.consume_queue_offset != expect or end <= last_end:
+            return None
+        parts.append(pack(request.commit_log_offset, request.msg_size, request.tags_code))
+        expect, last_end = expect + 1, end
+    return b"".join(parts)
 
 
 def _search_by_time(

@@ -2,11 +2,13 @@
 
 Owns: reading the CommitLog from ``reput_from`` to its max offset in strict
 CommitLog order (``DefaultMessageStore.ReputMessageService``; specs/store.md §8),
-building a ``DispatchRequest`` per record, putting the ConsumeQueue unit
-(NOT_TYPE and COMMIT records only) and the index keys (``messageIndexEnable``),
-advancing the checkpoint's logics timestamp, and telling arrival listeners (long
-polling) about every dispatched record. The master's put path, a slave's
-replication and the start-time redispatch after recovery all go through here.
+building a ``DispatchRequest`` per record, putting the ConsumeQueue units
+(NOT_TYPE and COMMIT records only; a chunk's units of one queue as one write) and
+the index keys (``messageIndexEnable``), advancing the checkpoint's logics
+timestamp, and telling arrival listeners (long polling) about the dispatched
+records: per chunk, one notice per queue and tagsCode, for the newest such record
+(``dispatch_runs``). The master's put path, a slave's replication and the
+start-time redispatch after recovery all go through here.
 
 Must not: block the loop (a huge backlog is dispatched in bounded chunks with a
 yield between them), create files on the loop (NEED_FILE and a full index are
@@ -66,6 +68,7 @@ from aiorocketmq.store.consume_queue import ConsumeQueue, PutUnitStatus
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
 from aiorocketmq.store.dispatch_builder import DispatchRequestBuilder, RecordWalk
 from aiorocketmq.store.dispatch_request import DispatchRequest
+from aiorocketmq.store.dispatch_runs import newest_arrivals, put_runs
 from aiorocketmq.store.errors import StoreError
 from aiorocketmq.store.index_service import IndexService
 from aiorocketmq.store.running_flags import RunningFlag, RunningFlags
@@ -77,7 +80,8 @@ log = logging.getLogger(__name__)
 
 ArrivalListener = Callable[[str, int, int, int, int, dict[str, str]], None]
 """``(topic, queue_id, max_offset, tags_code, store_timestamp, properties)``, called on
-the loop after a record was dispatched; ``max_offset`` is its queue offset + 1."""
+the loop after records were dispatched: once per queue and tagsCode of a chunk, for
+the newest such record; ``max_offset`` is its queue offset + 1."""
 
 CHUNK_RECORDS: Final = 1024
 """Records dispatched before the service yields to the loop: bounds the time any
@@ -222,6 +226,7 @@ class ReputMessageService(Service):
             if self._verify:
                 self._check_against_file(request)
             if self._put_unit(request) is None and self._index_all([request]):
+                self._stats.dispatched_messages += 1  # a master's: no slave counting
                 self._notify(request)
                 self.reput_from = request.commit_log_offset + request.msg_size
                 self._resolve_waiters()
@@ -384,8 +389,8 @@ class ReputMessageService(Service):
     def _reput_step(self) -> str | _NeedFile:
         """Dispatch up to ``chunk_records`` records of the slice at ``reput_from``.
 
-        Units go in record by record; the chunk's index keys then go in one batch
-        (hashed together), and only then are its records announced as dispatched.
+        The chunk's units go in per queue (``_put_units``), its index keys in one
+        batch (hashed together), and only then are its records announced.
         """
         selected = self._commit_log.get_data(self.reput_from)
         if selected is None:
@@ -400,19 +405,17 @@ class ReputMessageService(Service):
             ends: list[int] = []
             outcome: str | _NeedFile | None = None
             for request, end in self._builder.walk(selected.view, walk):
-                need = self._put_unit(request)
-                if need is not None:
-                    outcome = need
-                    break
                 done.append(request)
                 ends.append(base + end)
                 budget -= 1
                 if budget == 0 or (budget & 31 == 0 and perf_counter() > deadline):
                     outcome = _CONTINUE
                     break
+            need = self._put_units(done)
+            if need is not None:
+                outcome = need  # done was cut at the record that waits for a file
             indexed = self._index_all(done)
-            for request in done[:indexed]:
-                self._notify(request)
+            self._notify_all(done[:indexed])
             if indexed:
                 self.reput_from = ends[indexed - 1]
             if indexed < len(done):
@@ -422,8 +425,36 @@ class ReputMessageService(Service):
             assert walk.scanner is not None and walk.scanner.stop is not None
             return self._after_stop(walk.scanner.stop, base, selected.size, selected.view)
 
+    def _put_units(self, requests: list[DispatchRequest]) -> _NeedFile | None:
+        """The chunk's ConsumeQueue units, one run per queue (``dispatch_runs``).
+
+        If a unit waits for a file, ``requests`` is cut before that record and its
+        _NeedFile returned (the step redoes it once the file exists).
+        """
+        outcome = put_runs(self._cq_table, requests)
+        for failed in outcome.failed:
+            self._unit_failed(failed)
+        if outcome.newest is not None:
+            self._unit_written(outcome.newest)
+        need = outcome.need
+        if need is None:
+            return None
+        del requests[next(i for i, request in enumerate(requests) if request is need) :]
+        return _NeedFile(need, outcome.need_queue)
+
+    def _unit_written(self, request: DispatchRequest) -> None:
+        self._checkpoint.logics_msg_timestamp = request.store_timestamp
+        if self._slave:
+            self._checkpoint.physic_msg_timestamp = request.store_timestamp
+
+    def _unit_failed(self, request: DispatchRequest) -> None:
+        # The unit could not be written: stop taking puts and say so loudly;
+        # dispatch goes on so the other queues stay current.
+        self._flags.make_logics_queue_error()
+        log.error("consume queue write failed; store no longer writeable %s", request)
+
     def _put_unit(self, request: DispatchRequest) -> _NeedFile | None:
-        """The record's ConsumeQueue unit; a _NeedFile when a file must be created first."""
+        """One put's ConsumeQueue unit; a _NeedFile when a file must be created first."""
         if not request.builds_consume_queue:
             return None
         queue = self._cq_table.find_or_create(request.topic, request.queue_id)
@@ -437,14 +468,9 @@ class ReputMessageService(Service):
         if status is PutUnitStatus.NEED_FILE:
             return _NeedFile(request, queue)
         if status is PutUnitStatus.OK:
-            self._checkpoint.logics_msg_timestamp = request.store_timestamp
-            if self._slave:
-                self._checkpoint.physic_msg_timestamp = request.store_timestamp
+            self._unit_written(request)
         elif status is PutUnitStatus.ERROR:
-            # The unit could not be written: stop taking puts and say so loudly;
-            # dispatch goes on so the other queues stay current.
-            self._flags.make_logics_queue_error()
-            log.error("consume queue write failed; store no longer writeable %s", request)
+            self._unit_failed(request)
         return None
 
     def _index_all(self, requests: list[DispatchRequest]) -> int:
@@ -457,12 +483,17 @@ class ReputMessageService(Service):
             return len(requests)  # no index file: skip the keys, try again in a while
         return self._index.build_indexes(requests)
 
+    def _notify_all(self, requests: list[DispatchRequest]) -> None:
+        """Announce a chunk's records: one notice per queue and tagsCode (``dispatch_runs``)."""
+        self._stats.dispatched_messages += len(requests)
+        if self._slave:  # a slave's puts arrive through replication: count them here
+            for request in requests:
+                self._stats.count_put(request.topic, 1, request.msg_size)
+        elif self._listeners:
+            for request in newest_arrivals(requests):
+                self._notify(request)
+
     def _notify(self, request: DispatchRequest) -> None:
-        self._stats.dispatched_messages += 1
-        if self._slave:
-            # A slave's puts arrive through replication: count them here.
-            self._stats.count_put(request.topic, 1, request.msg_size)
-            return
         for listener in self._listeners:
             listener(
                 request.topic,
