@@ -180,10 +180,17 @@ def pid_registry(pytestconfig: pytest.Config) -> Iterator[PidRegistry]:
     pytestconfig.stash[_LEFTOVER_PIDS].extend(registry.kill_leftovers())
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """xdist scheduling groups (``make test`` runs ``--dist loadgroup``): a module's
     tests stay on one worker (module-scoped clusters start once), and every Spark
-    test shares one worker (a SparkSession takes ~15 s to start)."""
+    test shares one worker (a SparkSession takes ~15 s to start).
+
+    ``tryfirst``: an xdist worker turns the markers into the ``@group`` suffix of node
+    ids in a hook of its own, registered after this conftest, so called before it;
+    it saw no marker, and every test was scheduled alone (tests/docker then ran on
+    both workers at once: two engines, two image builds).
+    """
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
