@@ -13,7 +13,8 @@ consumer's requests and the broker's NOTIFY_CONSUMER_IDS_CHANGED the other way.
 Flow control: when the transport's write buffer passes its high-water mark the
 connection stops reading (a peer that does not read our replies gets no more
 service) and requesters wait before writing; the same happens when more than
-``max_in_flight`` requests of this connection are being processed.
+``max_in_flight`` requests of this connection are being processed, and while the
+requests of a read that outran its 1 ms budget wait for later loop iterations.
 
 Zero-copy bodies. A command's ``body_parts`` (held CommitLog records) go to
 ``transport.writelines`` as they are, and the connection owns them from
@@ -56,26 +57,37 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeAlias
+from time import perf_counter
+from typing import Any
 
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
 from aiorocketmq.remoting.codes import ResponseCode
 from aiorocketmq.remoting.command import RPC_ONEWAY, RPC_RESPONSE, Body, BodyParts, RemotingCommand
 from aiorocketmq.remoting.errors import (
-    ProcessorError,
     RemotingSendRequestError,
     RemotingTimeoutError,
     RemotingTooMuchRequestError,
 )
 from aiorocketmq.remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder, encode_frame_buffers
+from aiorocketmq.remoting.processor_table import (
+    Handler,
+    HandlerResult,
+    ProcessorTable,
+    error_reply,
+    not_supported,
+)
+
+__all__ = [
+    "SERIALIZE_ADVERT_FIELD",
+    "Handler",  # processor_table's names, re-exported where they always lived
+    "HandlerResult",
+    "ProcessorTable",
+    "RemotingConnection",
+    "acquire_slot",
+    "not_supported",
+]
 
 log = logging.getLogger(__name__)
-
-HandlerResult: TypeAlias = RemotingCommand | Awaitable[RemotingCommand | None] | None
-#: A processor: gets the connection and the request, returns the reply (or None for
-#: no reply), either directly or as an awaitable. Plain functions answer inline, in
-#: the same ``data_received`` call, which is what keeps cheap requests cheap.
-Handler: TypeAlias = Callable[["RemotingConnection", RemotingCommand], HandlerResult]
 
 _MAX_OPAQUE = 2**31 - 1
 
@@ -85,45 +97,17 @@ _MAX_OPAQUE = 2**31 - 1
 _DRAIN_POLL_MIN_S = 0.001
 _DRAIN_POLL_MAX_S = 0.05
 
+#: Time for the requests of one read (or of one backlog run) answered inline; the
+#: rest wait in the backlog for the next loop iteration, reading paused meanwhile.
+#: One read of pipelined batch sends holds several ms of work, and no callback may
+#: hold the loop much past 1 ms (the broker's loop-lag budget is 2 ms).
+_READ_BUDGET_S = 0.001
+
 #: Reply extField by which an aiorocketmq server tells our client, once per
 #: connection, that it also reads MSGPACK headers. Stock clients ignore unknown
 #: reply fields (a Java broker adds MSG_REGION and TRACE_ON the same way), and a
 #: stock server never sends it, so our client keeps speaking JSON to Apache RocketMQ.
 SERIALIZE_ADVERT_FIELD = "aiorocketmqSerializeTypes"
-
-
-class ProcessorTable:
-    """Request handlers keyed by request code, plus an optional default handler."""
-
-    __slots__ = ("_default", "_handlers")
-
-    def __init__(self) -> None:
-        self._handlers: dict[int, Handler] = {}
-        self._default: Handler | None = None
-
-    def register(self, code: int, handler: Handler) -> None:
-        """Route requests with ``code`` to ``handler``; registering a code twice is a bug."""
-        if int(code) in self._handlers:
-            raise ValueError(f"request code {int(code)} already has a processor")
-        self._handlers[int(code)] = handler
-
-    def set_default(self, handler: Handler) -> None:
-        """Handle every code without its own processor (RocketMQ's default processor)."""
-        self._default = handler
-
-    def get(self, code: int) -> Handler | None:
-        """The handler for ``code``, the default one, or None."""
-        return self._handlers.get(code, self._default)
-
-    def __contains__(self, code: object) -> bool:
-        return code in self._handlers
-
-
-def not_supported(request: RemotingCommand) -> RemotingCommand:
-    """The reply RocketMQ gives to a code nobody handles (remark text included)."""
-    return request.response_to(
-        ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
-    )
 
 
 class RemotingConnection(asyncio.Protocol):
@@ -181,9 +165,10 @@ class RemotingConnection(asyncio.Protocol):
         self._flush_scheduled = False
         self._in_read = False
         self._tasks: set[asyncio.Task[None]] = set()
-        #: Requests read past max_in_flight (several frames in one read); dispatched
-        #: in order as handlers finish, while reading stays paused.
+        #: Requests read past max_in_flight or past a read's time budget; dispatched
+        #: in order as handlers finish or the loop comes round, reading paused meanwhile.
         self._backlog: deque[RemotingCommand] = deque()
+        self._backlog_scheduled = False
         self._write_paused = False
         self._reading_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
@@ -222,17 +207,23 @@ class RemotingConnection(asyncio.Protocol):
         if not commands:
             return
         self._in_read = True
+        deadline = perf_counter() + _READ_BUDGET_S
         try:
             for cmd in commands:
                 if cmd.flag & RPC_RESPONSE:
                     self._on_response(cmd)
-                elif self._backlog or len(self._tasks) >= self._max_in_flight:
+                elif (
+                    self._backlog or len(self._tasks) >= self._max_in_flight
+                    or perf_counter() > deadline
+                ):  # fmt: skip
                     self._backlog.append(cmd)
                 else:
                     self._on_request(cmd)
         finally:
             self._in_read = False
             self._flush()
+        if self._backlog:
+            self._schedule_backlog()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._backlog.clear()
@@ -476,7 +467,7 @@ class RemotingConnection(asyncio.Protocol):
         try:
             result = handler(self, request)
         except Exception as exc:
-            self._reply(request, _error_reply(request, exc, self.remote_address))
+            self._reply(request, error_reply(request, exc, self.remote_address))
             return
         # Most handlers answer inline: test for that first (isawaitable costs ~0.3 us).
         if type(result) is not RemotingCommand and inspect.isawaitable(result):
@@ -495,13 +486,34 @@ class RemotingConnection(asyncio.Protocol):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            reply = _error_reply(request, exc, self.remote_address)
+            reply = error_reply(request, exc, self.remote_address)
         self._reply(request, reply)
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
-        while self._backlog and len(self._tasks) < self._max_in_flight and not self.is_closed:
-            self._on_request(self._backlog.popleft())
+        self._run_backlog()
+
+    def _run_backlog(self) -> None:
+        """Answer backlog requests in order for up to ``_READ_BUDGET_S``; more next time."""
+        self._backlog_scheduled = False
+        deadline = perf_counter() + _READ_BUDGET_S
+        self._in_read = True
+        try:
+            while self._backlog and len(self._tasks) < self._max_in_flight and not self.is_closed:
+                self._on_request(self._backlog.popleft())
+                if perf_counter() > deadline:
+                    break
+        finally:
+            self._in_read = False
+            self._flush()
+        self._schedule_backlog()
+
+    def _schedule_backlog(self) -> None:
+        # Runnable backlog left (not waiting for a handler slot): the next iteration.
+        runnable = self._backlog and len(self._tasks) < self._max_in_flight
+        if runnable and not self._backlog_scheduled and not self.is_closed:
+            self._backlog_scheduled = True
+            self._loop.call_soon(self._run_backlog)
         self._update_reading()
 
     def _reply(self, request: RemotingCommand, reply: RemotingCommand | None) -> None:
@@ -512,7 +524,7 @@ class RemotingConnection(asyncio.Protocol):
                 reply.body_parts.release()  # dropped: its held records go back
             return
         if not isinstance(reply, RemotingCommand):
-            reply = _error_reply(
+            reply = error_reply(
                 request,
                 TypeError(f"processor returned {type(reply).__name__}"),
                 self.remote_address,
@@ -535,7 +547,9 @@ class RemotingConnection(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             return
-        should_pause = self._write_paused or len(self._tasks) >= self._max_in_flight
+        should_pause = (
+            self._write_paused or bool(self._backlog) or len(self._tasks) >= self._max_in_flight
+        )
         if should_pause and not self._reading_paused:
             transport.pause_reading()
             self._reading_paused = True
@@ -565,22 +579,6 @@ class RemotingConnection(asyncio.Protocol):
 def _release_all(parts: Iterable[BodyParts]) -> None:
     for body in parts:
         body.release()
-
-
-def _error_reply(request: RemotingCommand, exc: Exception, remote: str) -> RemotingCommand:
-    if isinstance(exc, ProcessorError):
-        return request.response_to(exc.code, exc.remark)
-    # One line per failure, with what identifies the request; the connection stays up.
-    log.error(
-        "processor failed code=%s opaque=%s remote=%s error=%s: %s",
-        request.code,
-        request.opaque,
-        remote,
-        type(exc).__name__,
-        exc,
-        exc_info=log.isEnabledFor(logging.DEBUG),
-    )
-    return request.response_to(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
 
 async def acquire_slot(slots: asyncio.Semaphore, timeout_s: float, address: str) -> None:
