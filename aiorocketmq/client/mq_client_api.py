@@ -251,7 +251,12 @@ class MQClientAPI:
         if oneway:
             await self.invoke_oneway(address, code, fields, body, timeout_ms)
             return None
-        reply = await self.invoke(address, code, fields, body, timeout_ms)
+        try:  # ``invoke`` inline: one coroutine less per send
+            reply = await self.remoting.invoke(
+                address, RemotingCommand.request(code, fields, body), timeout_ms
+            )
+        except RemotingError as exc:
+            raise self._transport_error(address, exc) from exc
         return process_send_response(broker_name, header.topic, msg_id, reply, address)
 
     # -- pull ---------------------------------------------------------------------------

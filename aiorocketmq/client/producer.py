@@ -28,7 +28,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -364,7 +364,9 @@ class Producer(InstanceMember):
         transport and client errors (``onExceptionImpl``), never after an error reply.
         """
         begin = time.monotonic()
-        info = await self._find_publish_info(out.topic)
+        info = self._publish.get(out.topic)
+        if info is None or not info.ok():  # the route is not known yet (no await otherwise)
+            info = await self._find_publish_info(out.topic)
         if not info.ok():
             raise NoRouteError(out.topic)
         brokers_sent: list[str] = []
@@ -433,16 +435,31 @@ class Producer(InstanceMember):
         assert result is not None
         return result
 
-    async def _send_kernel(
+    def _send_kernel(
         self, out: _Outgoing, mq: MessageQueue, timeout_ms: int, *, oneway: bool
-    ) -> SendResult | None:
-        """Java's ``sendKernelImpl``: find the master, build the header, send."""
+    ) -> Awaitable[SendResult | None]:
+        """Java's ``sendKernelImpl``: find the master, build the header, send.
+
+        A plain def returning the send's awaitable: with the master's address known
+        (every send but the first), no coroutine of its own runs per send.
+        """
         address = self.instance.find_broker_address_in_publish(mq.broker_name)
         if address is None:
-            await self._find_publish_info(mq.topic)
-            address = self.instance.find_broker_address_in_publish(mq.broker_name)
+            return self._send_kernel_after_route(out, mq, timeout_ms, oneway=oneway)
+        return self._send_to(address, out, mq, timeout_ms, oneway=oneway)
+
+    async def _send_kernel_after_route(
+        self, out: _Outgoing, mq: MessageQueue, timeout_ms: int, *, oneway: bool
+    ) -> SendResult | None:
+        await self._find_publish_info(mq.topic)
+        address = self.instance.find_broker_address_in_publish(mq.broker_name)
         if address is None:
             raise BrokerNotFoundError(mq.broker_name)
+        return await self._send_to(address, out, mq, timeout_ms, oneway=oneway)
+
+    def _send_to(
+        self, address: str, out: _Outgoing, mq: MessageQueue, timeout_ms: int, *, oneway: bool
+    ) -> Awaitable[SendResult | None]:
         header = SendMessageRequestHeader(
             producer_group=self.group,
             topic=out.topic,
@@ -459,6 +476,6 @@ class Producer(InstanceMember):
             max_reconsume_times=out.max_reconsume_times,
             broker_name=mq.broker_name,
         )
-        return await self.instance.api.send_message(
+        return self.instance.api.send_message(
             address, mq.broker_name, header, out.body, timeout_ms, msg_id=out.msg_id, oneway=oneway
         )

@@ -97,9 +97,15 @@ class RemotingClient:
             RemotingTooMuchRequestError: the in-flight bound stayed full for ``timeout_ms``.
         """
         deadline = time.monotonic() + timeout_ms / 1000
-        await acquire_slot(self._async_slots, timeout_ms / 1000, address)
+        slots = self._async_slots
+        if slots.locked():
+            await acquire_slot(slots, timeout_ms / 1000, address)
+        else:
+            await slots.acquire()  # free: returns at once
         try:
-            conn = await self.connection(address)
+            conn = self._connections.get(address)
+            if conn is None or conn.is_closed:
+                conn = await self.connection(address)
             request.serialize_type = self._request_type(conn)
             if self._credentials is not None:
                 sign_request(request, self._credentials)
