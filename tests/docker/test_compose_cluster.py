@@ -44,6 +44,7 @@ from aiorocketmq.client import (
     PushConsumer,
     PushConsumerConfig,
 )
+from aiorocketmq.deploy import probe
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
@@ -76,6 +77,7 @@ HOST_PORTS = (9876, 9877, 10909, 10911, 10913, 10915, 10919, 10921, 10923, 10925
 METRICS_PORTS = range(5557, 5563)
 BROKER_A_MASTER = "127.0.0.1:10911"
 BROKER_A_SLAVE = "127.0.0.1:10915"
+MASTERS = (BROKER_A_MASTER, "127.0.0.1:10921")
 BROKER_A_SLAVE_METRICS = "http://127.0.0.1:5558/metrics"
 CPP_SCRIPT = REPO / "tests" / "interop" / "cpp_client.py"
 JOB_SCRIPT = REPO / "tests" / "docker" / "network_client.py"
@@ -195,6 +197,18 @@ def _up(cluster: Cluster, attempts: int = 3) -> float:
     raise AssertionError("unreachable")
 
 
+async def _slaves_connected() -> None:
+    """Wait until each SYNC_MASTER has its slave connected: before that a send is
+    answered SLAVE_NOT_AVAILABLE, which healthy (the node answers) does not cover."""
+    for master in MASTERS:
+
+        async def connected(addr: str = master) -> bool:
+            info = await probe.runtime_info(addr)
+            return info is not None and "haSlaveAddr_0" in info
+
+        await wait_until(connected, timeout=60, interval=0.2, what=f"{master}'s slave connected")
+
+
 def _client_image(cluster: Cluster) -> str:
     """The project image plus the stock C++ client, for client containers."""
     context = cluster.workdir / "client-image"
@@ -275,6 +289,7 @@ async def test_host_network_variant(image: Image, tmp_path: Path) -> None:
                          file=REPO / "deploy" / "docker-compose.host.yml")  # fmt: skip
     try:
         print(f"\nhost-network variant healthy in {_up(host):.1f} s")
+        await _slaves_connected()
         code, out, err = await _run(
             sys.executable, str(JOB_SCRIPT), HOST_NAMESRV, "HostNetTopic", "host-group",
             "--produce", "2000", "--prefix", "h",
@@ -310,6 +325,7 @@ def test_image_builds_and_the_cluster_becomes_healthy(cluster: Cluster) -> None:
 
 
 async def test_host_clients_produce_and_consume(cluster: Cluster) -> None:
+    await _slaves_connected()
     await _create_topic("HostTopic")
     cpp_home = cluster.workdir / "cpp-host"
     cpp_home.mkdir()
