@@ -119,7 +119,11 @@ async def test_a_timed_message_survives_a_restart_and_the_timer_can_be_off(
         await _send(p, "kept", TIMER_DELIVER_MS=str(deliver_ms))
     assert broker.proc.stop() == 0  # SIGTERM while the message waits in the timer
     port = broker.addr.rpartition(":")[2]
-    again = await start_broker(start_process, tmp_path, namesrv, listenPort=port, metricsPort=0)
+    # The same remoting port (the store names it); HA on a free one, not port + 1, which
+    # another process may hold by now.
+    again = await start_broker(
+        start_process, tmp_path, namesrv, listenPort=port, haListenPort=0, metricsPort=0
+    )
     ((message, seen_at),) = await _consume(namesrv, "GID_timer_restart", 1)
     assert message.keys == ["kept"] and message.store_timestamp >= deliver_ms
     assert seen_at >= deliver_ms
