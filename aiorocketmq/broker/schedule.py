@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Final
 
 from aiorocketmq.broker.config_manager import ConfigManager
-from aiorocketmq.broker.processors.send import join_properties
+from aiorocketmq.broker.stored_copy import inner_from_stored, join_properties
 from aiorocketmq.common import fastjson
 from aiorocketmq.common.admin_bodies import DelayOffsetSerializeWrapper
 from aiorocketmq.common.clock import Clock
@@ -54,7 +54,6 @@ from aiorocketmq.common.constants import (
 )
 from aiorocketmq.common.message import MessageExt
 from aiorocketmq.common.properties import MessageConst
-from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.runtime import BlockingExecutor
 from aiorocketmq.runtime.lifecycle import Service
 from aiorocketmq.store.config import BrokerRole
@@ -144,20 +143,10 @@ def message_timeup(msg: MessageExt) -> MessageExtBrokerInner | None:
     raw_queue_id = props.get(MessageConst.PROPERTY_REAL_QUEUE_ID, "")
     if not topic or not raw_queue_id.lstrip("-").isdigit():
         return None
-    return MessageExtBrokerInner(
-        topic=topic,
-        queue_id=int(raw_queue_id),
-        body=msg.body,
-        properties=props,
+    return inner_from_stored(
+        msg, topic=topic, queue_id=int(raw_queue_id), properties=props,
         properties_string=properties_string,
-        flag=msg.flag,
-        sys_flag=msg.sys_flag,
-        born_timestamp=msg.born_timestamp,
-        born_host=msg.born_host,
-        store_host=msg.store_host,
-        reconsume_times=msg.reconsume_times,
-        tags_code=tags_code(props.get(MessageConst.PROPERTY_TAGS)),
-    )
+    )  # fmt: skip
 
 
 class ScheduleMessageService(Service):

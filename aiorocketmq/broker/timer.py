@@ -30,7 +30,7 @@ from typing import Final
 
 from aiorocketmq.broker.config_manager import ConfigManager, config_file_path
 from aiorocketmq.broker.context import BrokerContext
-from aiorocketmq.broker.processors.send import join_properties
+from aiorocketmq.broker.stored_copy import inner_from_stored, join_properties
 from aiorocketmq.broker.timed_message import (
     PROPERTY_TIMER_DELIVER_MS,
     TIMER_TOPIC,
@@ -41,7 +41,6 @@ from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.message import MessageExt
 from aiorocketmq.common.message_codec import decode_record
 from aiorocketmq.common.properties import MessageConst
-from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.common.topic_config import TopicConfig
 from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.runtime.lifecycle import Service
@@ -220,17 +219,6 @@ def _real_message(parked: MessageExt, store_host: tuple[str, int]) -> MessageExt
     props = dict(parked.properties)
     topic = props.pop(_C.PROPERTY_REAL_TOPIC, parked.topic)
     queue_id = int(props.pop(_C.PROPERTY_REAL_QUEUE_ID, "0"))
-    return MessageExtBrokerInner(
-        topic=topic,
-        queue_id=queue_id,
-        body=parked.body,
-        properties=props,
-        properties_string=join_properties(props),
-        flag=parked.flag,
-        sys_flag=parked.sys_flag,
-        born_timestamp=parked.born_timestamp,
-        born_host=parked.born_host,
-        store_host=store_host,
-        reconsume_times=parked.reconsume_times,
-        tags_code=tags_code(props.get(_C.PROPERTY_TAGS)),
+    return inner_from_stored(
+        parked, topic=topic, queue_id=queue_id, properties=props, store_host=store_host
     )

@@ -17,7 +17,7 @@ from typing import Final
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from aiorocketmq.broker.processors.send import join_properties
+from aiorocketmq.broker.stored_copy import join_properties
 from aiorocketmq.common.compression import decompress_body
 from aiorocketmq.common.constants import MessageSysFlag, is_compressed
 from aiorocketmq.common.message import MessageExt

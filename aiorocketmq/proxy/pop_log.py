@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from aiorocketmq.broker.context import BrokerContext
-from aiorocketmq.broker.processors.send import join_properties
+from aiorocketmq.broker.stored_copy import join_properties
 from aiorocketmq.common.constants import PERM_READ, PERM_WRITE
 from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.message_codec import decode_record

@@ -13,11 +13,10 @@ Must not: keep state.
 from __future__ import annotations
 
 from aiorocketmq.broker.context import BrokerContext
-from aiorocketmq.broker.processors.send import join_properties
+from aiorocketmq.broker.stored_copy import inner_from_stored, join_properties
 from aiorocketmq.common.constants import PERM_READ, PERM_WRITE, dlq_topic
 from aiorocketmq.common.message import MessageExt
 from aiorocketmq.common.properties import MessageConst
-from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.proxy.status import ProxyError
 from aiorocketmq.proxy.v2 import definition_pb2 as pb
 from aiorocketmq.store.inner_message import MessageExtBrokerInner
@@ -84,20 +83,10 @@ class Requeue:
             props[_C.PROPERTY_ORIGIN_MESSAGE_ID] = message.msg_id
         props.pop(_C.PROPERTY_DELAY_TIME_LEVEL, None)  # never through the schedule topic
         props.pop(_C.PROPERTY_WAIT_STORE_MSG_OK, None)
-        return MessageExtBrokerInner(
-            topic=topic,
-            queue_id=0,
-            body=message.body,
-            properties=props,
-            properties_string=join_properties(props),
-            flag=message.flag,
-            sys_flag=message.sys_flag,
-            born_timestamp=message.born_timestamp,
-            born_host=message.born_host,
-            store_host=self._ctx.store_host,
-            reconsume_times=reconsume,
-            tags_code=tags_code(props.get(_C.PROPERTY_TAGS)),
-        )
+        return inner_from_stored(
+            message, topic=topic, queue_id=0, properties=props,
+            store_host=self._ctx.store_host, reconsume_times=reconsume,
+        )  # fmt: skip
 
     async def _put(self, msg: MessageExtBrokerInner) -> None:
         result = await self._ctx.store.put_message(msg)

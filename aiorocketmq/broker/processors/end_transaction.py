@@ -21,14 +21,11 @@ import logging
 from typing import Final
 
 from aiorocketmq.broker.context import BrokerContext
-from aiorocketmq.broker.transaction.half_service import (
-    TransactionalMessageBridge,
-    join_properties,
-)
+from aiorocketmq.broker.stored_copy import inner_from_stored, join_properties
+from aiorocketmq.broker.transaction.half_service import TransactionalMessageBridge
 from aiorocketmq.common.constants import MessageSysFlag, reset_transaction_value
 from aiorocketmq.common.message import MessageExt
 from aiorocketmq.common.properties import MessageConst
-from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.remoting.broker_admin_headers import EndTransactionRequestHeader
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
@@ -80,20 +77,10 @@ def end_message_transaction(half: MessageExt) -> MessageExtBrokerInner:
     stored = join_properties(props)
     props.pop(_C.PROPERTY_REAL_TOPIC, None)
     real_qid = props.pop(_C.PROPERTY_REAL_QUEUE_ID)
-    return MessageExtBrokerInner(
-        topic=half.properties[_C.PROPERTY_REAL_TOPIC],
-        queue_id=int(real_qid),
-        body=half.body,
-        properties=props,
-        properties_string=stored,
-        flag=half.flag,
-        sys_flag=half.sys_flag,
-        born_timestamp=half.born_timestamp,
-        born_host=half.born_host,
-        store_host=half.store_host,
-        reconsume_times=half.reconsume_times,
-        tags_code=tags_code(half.tags),
-    )
+    return inner_from_stored(
+        half, topic=half.properties[_C.PROPERTY_REAL_TOPIC], queue_id=int(real_qid),
+        properties=props, properties_string=stored,
+    )  # fmt: skip
 
 
 def _parse_header(request: RemotingCommand) -> EndTransactionRequestHeader:

@@ -31,6 +31,7 @@ from typing import Final, Protocol
 
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.status_map import disk_util_text, put_response
+from aiorocketmq.broker.stored_copy import join_properties
 from aiorocketmq.broker.timed_message import TIMER_PROPERTIES
 from aiorocketmq.broker.transaction.half_service import put_half_message
 from aiorocketmq.common.batch_codec import count_batch_entries
@@ -44,8 +45,6 @@ from aiorocketmq.common.constants import (
 from aiorocketmq.common.constants import PERM_READ as _PERM_READ
 from aiorocketmq.common.constants import PERM_WRITE as _PERM_WRITE
 from aiorocketmq.common.properties import (
-    NAME_VALUE_SEPARATOR,
-    PROPERTY_SEPARATOR,
     MessageConst,
     string_to_properties,
 )
@@ -64,7 +63,6 @@ __all__ = [
     "SUGGEST_TODO",
     "TOPIC_SYS_FLAG_UNIT_SUB",
     "SendProcessor",
-    "join_properties",
 ]
 
 log = logging.getLogger(__name__)
@@ -77,16 +75,6 @@ _TOPIC_SYS_FLAG_UNIT: Final = 0x1
 TOPIC_SYS_FLAG_UNIT_SUB: Final = 0x2
 _BATCH_TOPIC_MAX: Final = 127  # Byte.MAX_VALUE
 _REGION_FIELDS: Final = {"MSG_REGION": DEFAULT_REGION, "TRACE_ON": "true"}
-
-
-def join_properties(props: dict[str, str]) -> str:
-    """Java's ``messageProperties2String`` in the 4.9.1+ form, without the codec's checks.
-
-    Parsed pairs always have a name and a value; a value may hold ``\\x01`` (the name
-    ends at the first one), which reads back the same, so it is stored as sent
-    instead of failing the send.
-    """
-    return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items())
 
 
 def _refusal(request: RemotingCommand, exc: ProcessorError) -> RemotingCommand:

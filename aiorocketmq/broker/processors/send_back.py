@@ -37,13 +37,12 @@ from aiorocketmq.broker.processors.send import (
     DLQ_NUMS_PER_GROUP,
     SUGGEST_TODO,
     TOPIC_SYS_FLAG_UNIT_SUB,
-    join_properties,
 )
+from aiorocketmq.broker.stored_copy import inner_from_stored
 from aiorocketmq.common.constants import PERM_READ, PERM_WRITE, dlq_topic, is_writeable, retry_topic
 from aiorocketmq.common.message import MessageExt
 from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
-from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.common.topic_config import TopicConfig
 from aiorocketmq.remoting.broker_headers import ConsumerSendMsgBackRequestHeader
 from aiorocketmq.remoting.codes import MQVersion, RequestCode, ResponseCode
@@ -167,17 +166,7 @@ def _retry_message(original: MessageExt, topic: str, queue_id: int) -> MessageEx
     if not props.get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID, "").strip():
         # Java's UtilAll.isBlank: an empty or blank id counts as none.
         props[MessageConst.PROPERTY_ORIGIN_MESSAGE_ID] = original.msg_id
-    return MessageExtBrokerInner(
-        topic=topic,
-        queue_id=queue_id,
-        body=original.body,
-        properties=props,
-        properties_string=join_properties(props),
-        flag=original.flag,
-        sys_flag=original.sys_flag,
-        born_timestamp=original.born_timestamp,
-        born_host=original.born_host,
-        store_host=original.store_host,
+    return inner_from_stored(
+        original, topic=topic, queue_id=queue_id, properties=props,
         reconsume_times=original.reconsume_times + 1,
-        tags_code=tags_code(props.get(MessageConst.PROPERTY_TAGS)),
-    )
+    )  # fmt: skip

@@ -34,12 +34,12 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.stored_copy import join_properties
 from aiorocketmq.broker.transaction.half_service import (
     REMOVE_TAG,
     PullStatus,
     StorePull,
     TransactionalMessageBridge,
-    join_properties,
 )
 from aiorocketmq.common.constants import (
     PERM_READ,

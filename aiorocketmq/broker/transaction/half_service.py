@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.stored_copy import join_properties
 from aiorocketmq.common.constants import (
     PERM_READ,
     PERM_WRITE,
@@ -42,7 +43,7 @@ from aiorocketmq.common.constants import (
 from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.message import MessageExt
 from aiorocketmq.common.message_codec import decode_record
-from aiorocketmq.common.properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, MessageConst
+from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.store.inner_message import MessageExtBrokerInner
 from aiorocketmq.store.message_store import MessageStore
@@ -55,7 +56,6 @@ __all__ = [
     "PullStatus",
     "StorePull",
     "TransactionalMessageBridge",
-    "join_properties",
     "put_half_message",
     "to_half_message",
 ]
@@ -70,15 +70,6 @@ HALF_QUEUE_ID: Final = 0
 """Every half message goes to queue 0 of the half topic."""
 
 _C = MessageConst
-
-
-def join_properties(props: dict[str, str]) -> str:
-    """Java's ``messageProperties2String`` (4.9.1+ form), without the codec's checks.
-
-    Properties read back from a stored record always have a name and a value, so
-    they are written back as they are instead of failing a put.
-    """
-    return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items())
 
 
 def to_half_message(msg: MessageExtBrokerInner) -> MessageExtBrokerInner:
