@@ -38,6 +38,7 @@ from pathlib import Path
 
 import compose
 
+from tests.support.sources import copy_sources
 from tests.support.wait import wait_until_sync
 
 __all__ = [
@@ -236,10 +237,6 @@ def base_image(engine: DockerEngine) -> str:
     return tag
 
 
-#: What a wheel is built from, beside the package itself (pyproject's inputs).
-DIST_FILES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "NOTICE", "CHANGELOG.md")
-
-
 def build_wheelhouse(workdir: Path, wheelhouse: Path = WHEELHOUSE) -> None:
     """The project's wheel (always rebuilt) and its dependencies' in ``wheelhouse``.
 
@@ -248,14 +245,7 @@ def build_wheelhouse(workdir: Path, wheelhouse: Path = WHEELHOUSE) -> None:
     worker, a developer's) may be using at the same time; and no in-place compiled
     kernel of the checkout leaks into the image.
     """
-    src = workdir / "src"
-    shutil.rmtree(src, ignore_errors=True)
-    shutil.copytree(
-        REPO / "aiorocketmq", src / "aiorocketmq",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "_*_kernels.c"),
-    )  # fmt: skip
-    for name in DIST_FILES:
-        shutil.copy2(REPO / name, src / name)
+    src = copy_sources(workdir / "src")
     wheelhouse.mkdir(parents=True, exist_ok=True)
     for stale in wheelhouse.glob("aiorocketmq-*.whl"):
         stale.unlink()

@@ -38,13 +38,13 @@ import pytest
 from aiorocketmq.deploy.cluster import free_layout_base
 from aiorocketmq.deploy.layout import load_layout
 from aiorocketmq.deploy.process import pid_alive
+from tests.support.sources import copy_sources
 from tests.support.wait import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: The files the distribution is built from (pyproject's readme and license-files).
-DIST_FILES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "NOTICE", "CHANGELOG.md")
 #: The C kernels ``pip install`` compiles (setup.py) where a C compiler exists.
 KERNELS = (
     "aiorocketmq.common._hash_kernels", "aiorocketmq.common._props_kernels",
@@ -110,13 +110,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     """Build the wheel and install it into a fresh venv (see the module docstring)."""
     base = tmp_path_factory.mktemp("wheel")
     started = time.monotonic()
-    src = base / "src"
-    shutil.copytree(
-        REPO_ROOT / "aiorocketmq", src / "aiorocketmq",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "_*_kernels.c"),
-    )  # fmt: skip
-    for name in DIST_FILES:
-        shutil.copy2(REPO_ROOT / name, src / name)
+    src = copy_sources(base / "src")
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     run([*pip, "wheel", "--no-deps", "--quiet", "-w", str(base / "dist"), str(src)], base)
     (wheel,) = (base / "dist").glob("aiorocketmq-*.whl")
