@@ -15,6 +15,7 @@ from aiorocketmq.common.topic_config import TopicConfig
 from aiorocketmq.proxy.v2 import definition_pb2 as pb
 from aiorocketmq.proxy.v2 import service_pb2 as rpc
 from tests.support.grpc_v2 import V2Client, in_process_grpc_broker, v2_message
+from tests.support.wait import wait_until
 
 TOPIC = "GrpcTopic"
 GROUP = "GID_grpc"
@@ -202,6 +203,13 @@ async def test_fifo_group_has_one_batch_in_flight_per_queue(tmp_path: Path) -> N
         try:
             for i in range(3):
                 await _send(client, v2_message(TOPIC, f"m{i}".encode(), message_group="order-1"))
+            # All three in their queue (dispatch follows the put on its own), so the
+            # block below is real and m1 is readable once m0 is acked.
+            store = broker.ctx.store
+            await wait_until(
+                lambda: sum(store.get_max_offset_in_queue(TOPIC, q) for q in range(4)) == 3,
+                timeout=10, what="the three messages dispatched",
+            )  # fmt: skip
             [m0] = _messages(await client.receive(_receive_request(batch=1, poll_s=5)))
             assert m0.body == b"m0" and m0.system_properties.message_group == "order-1"
             assert m0.system_properties.message_type == pb.MessageType.FIFO
