@@ -48,7 +48,9 @@ def _receive(topic: str = TOPIC) -> rpc.ReceiveMessageRequest:
         filter_expression=pb.FilterExpression(type=pb.FilterType.TAG, expression="*"),
         batch_size=1,
         invisible_duration=Duration(seconds=30),
-        long_polling_timeout=Duration(seconds=0),
+        # Long polling: a message just sent reaches its queue when the dispatcher
+        # gets to it; a refusal comes before any wait.
+        long_polling_timeout=Duration(seconds=5),
     )
 
 
