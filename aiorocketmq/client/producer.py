@@ -145,8 +145,14 @@ class Producer(InstanceMember):
         return info is None or not info.ok()
 
     def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
-        """Take the instance's new publish info (only for topics this producer uses)."""
-        if topic in self._publish:
+        """Take the instance's new publish info (only for topics this producer uses).
+
+        The round-robin index carries over: Java starts a changed route at a random
+        queue, which skews the spread of the sends around each route change.
+        """
+        old = self._publish.get(topic)
+        if old is not None:
+            info.send_which_queue = old.send_which_queue
             self._publish[topic] = info
 
     # -- sending ------------------------------------------------------------------------

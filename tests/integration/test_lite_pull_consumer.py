@@ -47,10 +47,16 @@ def client(namesrv: str, name: str) -> ClientConfig:
 
 
 async def send_keys(namesrv: str, topic: str, keys: list[str]) -> None:
+    """Key i goes to queue i % 4 (chosen, not round robin: a retried send would move one)."""
     config = ProducerConfig(default_topic_queue_nums=4)
     async with Producer("PG", config=config, client_config=client(namesrv, "p")) as producer:
-        for key in keys:
-            await producer.send(Message(topic, key.encode(), keys=key))
+        for i, key in enumerate(keys):
+            msg = Message(topic, key.encode(), keys=key)
+            await producer.send(msg, selector=_queue_numbered, arg=i % 4)
+
+
+def _queue_numbered(queues: list[MessageQueue], _msg: Message, queue_id: object) -> MessageQueue:
+    return next(mq for mq in queues if mq.queue_id == queue_id)
 
 
 async def test_two_subscribers_share_the_queues_and_auto_commit(

@@ -18,11 +18,12 @@ from aiorocketmq.client.errors import (
     SendFailedError,
 )
 from aiorocketmq.client.producer import Producer
+from aiorocketmq.client.publish_info import SendWhichQueue, TopicPublishInfo
 from aiorocketmq.client.results import SendStatus
 from aiorocketmq.client.selectors import select_by_hash
 from aiorocketmq.common.batch_codec import decode_batch
 from aiorocketmq.common.constants import MessageSysFlag
-from aiorocketmq.common.message import Message
+from aiorocketmq.common.message import Message, MessageQueue
 from aiorocketmq.common.properties import string_to_properties
 from aiorocketmq.namesrv.server import NamesrvController
 from aiorocketmq.remoting.broker_headers import SendMessageRequestHeader
@@ -119,6 +120,20 @@ def test_group_and_namesrv_required() -> None:
         Producer("DEFAULT_PRODUCER", "127.0.0.1:1")
     with pytest.raises(ClientStateError):
         _ = _producer().instance
+
+
+def test_a_changed_route_keeps_the_round_robin_position() -> None:
+    producer = _producer()
+    queues = [MessageQueue("T", "broker-a", i) for i in range(4)]
+    producer.update_topic_publish_info("T", TopicPublishInfo(queues))  # not used: ignored
+    assert "T" not in producer.publish_topics()
+    producer._publish["T"] = TopicPublishInfo(list(queues))
+    picked = [producer._publish["T"].select_one_message_queue().queue_id for _ in range(3)]
+    # A fresh index that would pick a different next queue than the old one does.
+    fresh = SendWhichQueue(start=picked[-1] + 1)
+    producer.update_topic_publish_info("T", TopicPublishInfo(list(queues), send_which_queue=fresh))
+    picked += [producer._publish["T"].select_one_message_queue().queue_id for _ in range(5)]
+    assert picked == [(picked[0] + i) % 4 for i in range(8)]
 
 
 # -- real brokers ----------------------------------------------------------------------
