@@ -21,6 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import ctypes
+import logging
+import os
+import sys
+import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar, TypeVarTuple
@@ -28,6 +33,8 @@ from typing import Any, TypeVar, TypeVarTuple
 from aiorocketmq.runtime.lifecycle import ServiceStateError
 
 __all__ = ["BlockingExecutor"]
+
+log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 Ts = TypeVarTuple("Ts")
@@ -46,25 +53,44 @@ class BlockingExecutor:
     already started: threads cannot be interrupted. Its result is discarded.
     """
 
-    def __init__(self, name: str, max_workers: int = 1) -> None:
+    def __init__(
+        self, name: str, max_workers: int = 1, *, nice: int = 0, prestart: bool = False
+    ) -> None:
         """Create the pool; threads start lazily, named ``<name>_<n>``.
 
         Args:
-            name: Thread name prefix, e.g. ``"store-flush"``.
+            name: Thread name prefix, e.g. ``"store-flush"``; also the threads' OS name
+                (first 15 bytes, Linux), so ``top -H`` says whose work burns CPU.
             max_workers: Upper bound on threads (and concurrent functions).
+            nice: How much lower than the process the threads' CPU priority is
+                (Linux: per thread). Background work that competes with the event
+                loop for a core (prefaulting a new file zeroes 128 MiB of pages)
+                should yield it to the loop. A thread cannot raise its priority back
+                unprivileged, which is why niceness belongs to a pool, not a call.
+            prestart: start every thread now (``prestart``): for pools made at
+                start-up whose work comes while the loop is serving.
 
         Raises:
-            ValueError: If ``max_workers`` is less than 1 or ``name`` is empty.
+            ValueError: If ``max_workers`` is less than 1, ``nice`` is negative or
+                ``name`` is empty.
         """
         if not name:
             raise ValueError("a BlockingExecutor needs a name")
         if max_workers < 1:
             raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+        if nice < 0:
+            raise ValueError(f"nice must be >= 0, got {nice}")
         self.name = name
         self.max_workers = max_workers
+        self.nice = nice
         self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=max_workers, thread_name_prefix=name
+            max_workers=max_workers,
+            thread_name_prefix=name,
+            initializer=_init_worker,
+            initargs=(name, nice),
         )
+        if prestart:
+            self.prestart()
         self._pending: set[concurrent.futures.Future[Any]] = set()
         self._closed = False
 
@@ -77,6 +103,19 @@ class BlockingExecutor:
     def pending(self) -> int:
         """Functions submitted and not finished yet."""
         return sum(1 for f in self._pending if not f.done())
+
+    def prestart(self) -> None:
+        """Start every worker thread now; blocks the caller until they run.
+
+        The pool starts a thread when work finds none idle, and ``Thread.start`` waits
+        until the new thread has run: on a busy machine that held the event loop
+        several ms in the middle of serving. Call this at start-up instead.
+        """
+        barrier = threading.Barrier(self.max_workers)
+        # Each task waits for the others, so no thread is idle when the next is
+        # submitted: the pool starts one per task, up to max_workers.
+        tasks = [self._pool.submit(_meet, barrier) for _ in range(self.max_workers)]
+        concurrent.futures.wait(tasks, timeout=_PRESTART_TIMEOUT_S)
 
     async def run(self, fn: Callable[[*Ts], R], *args: *Ts) -> R:
         """Run ``fn(*args)`` in a pool thread and return its result.
@@ -145,3 +184,37 @@ class BlockingExecutor:
         tb: TracebackType | None,
     ) -> None:
         await self.shutdown()
+
+
+def _meet(barrier: threading.Barrier) -> None:
+    try:
+        barrier.wait(_PRESTART_TIMEOUT_S)
+    except threading.BrokenBarrierError:
+        pass  # a worker busy with earlier work: the rest started anyway
+
+
+def _init_worker(name: str, nice: int) -> None:
+    """A worker's OS thread name and niceness (best effort: Linux only, never fatal)."""
+    tid = threading.get_native_id()
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_NAME, name.encode("utf-8", "replace")[:15], 0, 0, 0)
+    if nice and hasattr(os, "setpriority"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + nice)
+        except OSError as exc:  # a sandbox may forbid it: the work still runs
+            log.debug("cannot lower thread priority name=%s error=%s", name, exc)
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return prctl
+
+
+_PR_SET_NAME = 15
+_PRESTART_TIMEOUT_S = 5.0
+_PRCTL = _load_prctl()

@@ -73,9 +73,11 @@ class MappedFileAllocator(Service):
         warm: bool = False,
         msync_every_pages: int = 0,
         name: str = "allocate-mapped-file",
+        owns_executor: bool = False,
     ) -> None:
         super().__init__(name)
         self._executor = executor
+        self._owns_executor = owns_executor
         self._preallocate = preallocate
         self._warm = warm
         self._msync_every_pages = msync_every_pages
@@ -172,3 +174,5 @@ class MappedFileAllocator(Service):
         if unused:
             deleted = await self._executor.run(delete_files_blocking, unused)
             log.info("deleted %d pre-allocated file(s) never used", deleted)
+        if self._owns_executor:
+            await self._executor.shutdown()

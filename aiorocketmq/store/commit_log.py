@@ -96,6 +96,8 @@ class AppendStatus(enum.Enum):
 
 _PUT_OK: Final = AppendStatus.PUT_OK
 _NEED_FILE: Final = AppendStatus.NEED_FILE
+#: The file allocator's thread niceness (0 = the loop's own priority, 19 = lowest).
+_ALLOCATE_NICE: Final = 10
 
 
 @dataclass(slots=True)
@@ -156,7 +158,7 @@ class CommitLog:
         self._executor = executor
         self._verify = config.verify_writes
         if allocator is None:
-            allocator = _default_allocator(config, executor)
+            allocator = _default_allocator(config)
         self.allocator = allocator
         self.queue = MappedFileQueue(
             config.commit_log_dir, self.file_size, allocator=allocator, prepare_next=True
@@ -450,14 +452,15 @@ class CommitLog:
         return self.queue.flushed_where
 
 
-def _default_allocator(
-    config: MessageStoreConfig, executor: BlockingExecutor
-) -> MappedFileAllocator:
+def _default_allocator(config: MessageStoreConfig) -> MappedFileAllocator:
     msync_every = 0
     if config.warm_maped_file_enable and config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
         msync_every = config.flush_least_pages_when_warm_maped_file
+    # Its own low-priority thread: faulting in the next file (1 GiB by default) is CPU work (the
+    # kernel zeroes every page) that must not take the event loop's core from it.
     return MappedFileAllocator(
-        executor,
+        BlockingExecutor("store-allocate", 1, nice=_ALLOCATE_NICE, prestart=True),
+        owns_executor=True,
         preallocate=config.preallocate_commit_log_blocks,
         warm=config.warm_commit_log_files or config.warm_maped_file_enable,
         msync_every_pages=msync_every,

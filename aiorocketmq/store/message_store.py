@@ -117,7 +117,9 @@ class MessageStore(Service):
         self.config = config
         self.clock: Clock = clock if clock is not None else SystemClock()
         self._own_executor = executor is None
-        self.executor = executor if executor is not None else BlockingExecutor("store", 4)
+        self.executor = (
+            executor if executor is not None else BlockingExecutor("store", 4, prestart=True)
+        )
         self.flags = RunningFlags()
         self.stats = StoreStats()
         self.checkpoint = StoreCheckpoint(config.checkpoint_path)
@@ -150,7 +152,7 @@ class MessageStore(Service):
             flush_index=self.index_service.flush_current if config.message_index_enable else None,
         )  # fmt: skip
         # Deletions get a pool of their own: unlinking a 1 GiB file must not delay a flush.
-        self._clean_executor = BlockingExecutor("store-clean", 1)
+        self._clean_executor = BlockingExecutor("store-clean", 1, prestart=True)
         self.cleanup_service = CleanupService(
             config, self.commit_log, self.cq_table, self.index_service, self._clean_executor,
             self.clock, on_writable_changed=self.on_disk_writable_changed,

@@ -363,6 +363,34 @@ def test_executor_rejects_bad_arguments() -> None:
         BlockingExecutor("")
     with pytest.raises(ValueError, match="max_workers"):
         BlockingExecutor("x", max_workers=0)
+    with pytest.raises(ValueError, match="nice"):
+        BlockingExecutor("x", nice=-1)
+
+
+def _os_thread_blocking() -> tuple[str, int]:
+    tid = threading.get_native_id()
+    comm = Path(f"/proc/self/task/{tid}/comm").read_text("utf-8").strip()
+    return comm, os.getpriority(os.PRIO_PROCESS, tid)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+async def test_executor_threads_carry_their_os_name_and_lower_priority() -> None:
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    async with BlockingExecutor("store-allocate-long-name", nice=3) as executor:
+        comm, nice = await executor.run(_os_thread_blocking)
+    assert comm == "store-allocate-"  # the kernel keeps 15 bytes
+    assert nice == min(19, mine + 3)
+    async with BlockingExecutor("plain") as executor:
+        assert await executor.run(_os_thread_blocking) == ("plain", mine)
+
+
+async def test_executor_prestart_starts_every_worker_before_any_work() -> None:
+    executor = BlockingExecutor("prestarted", max_workers=3, prestart=True)
+    try:
+        assert len([t for t in threading.enumerate() if t.name.startswith("prestarted")]) == 3
+        assert await executor.run(_add_blocking, 2, 2) == 4
+    finally:
+        await executor.shutdown()
 
 
 # -- logging ------------------------------------------------------------------------
