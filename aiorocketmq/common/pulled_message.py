@@ -24,6 +24,7 @@ never pins a 2 MiB reply), or parse anything a reader did not ask for.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import fields
 from typing import Any, Final
 
@@ -44,6 +45,11 @@ _BORN_HOST: Final[Any] = MessageExt.__dict__["born_host"]
 _STORE_HOST: Final[Any] = MessageExt.__dict__["store_host"]
 _PREPARED_MARK: Final = MessageConst.PROPERTY_TRANSACTION_PREPARED + "\x01"
 _FIELDS: Final = tuple(f.name for f in fields(MessageExt))
+_OFFSET_NAMES: Final = frozenset(
+    {MessageConst.PROPERTY_MIN_OFFSET, MessageConst.PROPERTY_MAX_OFFSET}
+)
+_TAGS_SETTER: Final[Any] = Message.__dict__["tags"].fset
+_KEYS_SETTER: Final[Any] = Message.__dict__["keys"].fset
 
 
 class PulledMessage(MessageExt):
@@ -120,6 +126,55 @@ class PulledMessage(MessageExt):
         return all(getattr(self, name) == getattr(other, name) for name in _FIELDS)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, as MessageExt
+
+    def _peek(self, name: str) -> str | None:
+        """Property ``name``, read from the raw text while the properties are unparsed.
+
+        ``string_to_properties``'s rules, for one name: the last segment named
+        ``name`` with a non-empty value. A reader after a key or a tag no longer
+        builds the whole dict (most of the client's cost per consumed message).
+        """
+        props: dict[str, str] | None = _PROPERTIES.__get__(self)
+        if props is None and name not in _OFFSET_NAMES:
+            raw = self._properties_raw
+            at = raw.rfind(f"\x02{name}\x01")
+            if at >= 0:
+                start = at + len(name) + 2
+            elif raw.startswith(f"{name}\x01"):
+                start = len(name) + 1
+            else:
+                return None
+            end = raw.find("\x02", start)
+            value = raw[start:] if end < 0 else raw[start:end]
+            if value:
+                return value
+            # An empty value does not count, and an earlier segment may: parse all.
+        return self.properties.get(name)
+
+    def get_property(self, name: str) -> str | None:
+        """Return a property value, or None."""
+        return self._peek(name)
+
+    @property
+    def tags(self) -> str | None:
+        """The ``TAGS`` property."""
+        return self._peek(MessageConst.PROPERTY_TAGS)
+
+    @tags.setter
+    def tags(self, value: str | None) -> None:
+        _TAGS_SETTER(self, value)
+
+    @property
+    def keys(self) -> list[str]:
+        """The user keys: ``KEYS`` split on spaces, empty items dropped."""
+        raw = self._peek(MessageConst.PROPERTY_KEYS)
+        if not raw:
+            return []
+        return list(filter(None, raw.split(MessageConst.KEY_SEPARATOR)))
+
+    @keys.setter
+    def keys(self, value: str | Iterable[str]) -> None:
+        _KEYS_SETTER(self, value)
 
     @property
     def is_prepared(self) -> bool:

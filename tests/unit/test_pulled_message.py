@@ -123,6 +123,40 @@ def test_lazy_fields_are_made_once_and_mutations_stick() -> None:
         assert as_fields(clone) == as_fields(msg)
 
 
+_NAMES = ("KEYS", "TAGS", "MYKEYS", "X", MessageConst.PROPERTY_MAX_OFFSET)
+_PIECES = st.sampled_from(["k1", "k2 k3", " ", "a\x01b", "", "KEYS", "\x01"])
+
+
+@settings(max_examples=300)
+@given(
+    segments=st.lists(
+        st.tuples(st.sampled_from([*_NAMES, ""]), st.booleans(), st.lists(_PIECES, max_size=3)),
+        max_size=6,
+    ),
+    trailing=st.booleans(),
+    max_offset=st.none() | st.integers(0, 99),
+)
+def test_a_property_read_before_parsing_equals_the_parsed_dicts(
+    segments: list[tuple[str, bool, list[str]]], trailing: bool, max_offset: int | None
+) -> None:
+    """Keys, tags and any property read from the raw text answer what the parsed
+    properties answer: duplicates (last wins), empty values, a \x01 inside a value,
+    a name that ends with another's, no separator, a trailing \x02."""
+    raw = "\x02".join(
+        name + ("\x01" if sep else "") + "".join(value) for name, sep, value in segments
+    ) + ("\x02" if trailing and segments else "")
+    body = record("T", b"x", raw)
+    for name in _NAMES:
+        (fresh,) = pulled_messages(body, max_offset=max_offset)
+        (parsed,) = pulled_messages(body, max_offset=max_offset)
+        assert fresh.get_property(name) == parsed.properties.get(name), (name, raw)
+    (fresh,) = pulled_messages(body, max_offset=max_offset)
+    (parsed,) = pulled_messages(body, max_offset=max_offset)
+    assert isinstance(parsed.properties, dict)  # parsed first: the dict path
+    want = reference(body, None, max_offset)[0]
+    assert (fresh.keys, fresh.tags) == (parsed.keys, parsed.tags) == (want.keys, want.tags)
+
+
 def test_prepared_is_read_without_parsing_other_messages() -> None:
     prepared = {MessageConst.PROPERTY_TRANSACTION_PREPARED: "TRUE", "UNIQ_KEY": "U1"}
     plain = {"UNIQ_KEY": "U2"}
