@@ -29,10 +29,12 @@ Reading rules, per record of a slice that ends at its file's read position:
 tagsCode: ``hashCode(TAGS)`` (0 without tags), or a schedule record's deliver time
 (``dispatch_builder``, which builds every request).
 
-Waking: a master's put path calls ``dispatch_now()`` after every append, which
+Waking: after a master's puts, a callback of the same loop iteration
+(``dispatch_soon``, once the replies are written) calls ``dispatch_now()``, which
 dispatches the new records inline when the service is idle and otherwise sets an
-``asyncio.Event`` (a single put calls ``dispatch_put``, the same without reading its
-record back); replication and recovery call ``wakeup()``, which only sets it.
+``asyncio.Event`` (a single put's record goes through ``dispatch_put``, the same
+without reading it back); replication and recovery call ``wakeup()``, which only
+sets it.
 RocketMQ's 1 ms sleep-poll becomes a wait on the event (with a 1 s timer only as a
 safety net).
 """

@@ -54,6 +54,7 @@ from aiorocketmq.store.config import FlushDiskType, MessageStoreConfig
 from aiorocketmq.store.consume_queue import ConsumeQueue
 from aiorocketmq.store.consume_queue_flush import FlushConsumeQueueService
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
+from aiorocketmq.store.dispatch_soon import DispatchSoon
 from aiorocketmq.store.dispatcher import ArrivalListener, ReputMessageService
 from aiorocketmq.store.errors import StoreError
 from aiorocketmq.store.flush import FlushRealTimeService, GroupCommitService
@@ -132,9 +133,10 @@ class MessageStore(Service):
             config, self.commit_log, self.cq_table, self.index_service, self.checkpoint,
             flags=self.flags, stats=self.stats,
         )  # fmt: skip
+        soon = DispatchSoon(self.dispatcher.dispatch_put, self.dispatcher.dispatch_now)
         self._putter = MessagePutter(
             config, self.commit_log, clock=self.clock, flags=self.flags, stats=self.stats,
-            wakeup=self.dispatcher.dispatch_now, dispatch_put=self.dispatcher.dispatch_put,
+            wakeup=soon.note_batch, dispatch_put=soon.note_put,
         )  # fmt: skip
         self._putter.replica_waiter = replica_waiter
         if total_physical_memory is None:

@@ -101,8 +101,8 @@ class MessagePutter:
         clock: store timestamps and the stall timer.
         flags: writeable or not.
         stats: put counters.
-        wakeup: the dispatcher's ``dispatch_now``, called after an append.
-        dispatch_put: the dispatcher's ``dispatch_put``, called instead after the append
+        wakeup: called after an append (``DispatchSoon.note_batch``).
+        dispatch_put: called instead after the append (``DispatchSoon.note_put``)
             of a single message stored as sent (None: ``wakeup`` for every put).
 
     Attributes:

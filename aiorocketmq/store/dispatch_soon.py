@@ -1,0 +1,78 @@
+"""DispatchSoon: a master's puts are dispatched in a callback after their replies.
+
+Owns: the hand-over from the put path to the dispatcher. A put notes what it appended
+(``note_put`` for a single message's record, ``note_batch`` for anything else); one
+callback per loop iteration, scheduled by the first note, then runs the
+dispatcher's inline steps (``dispatch_put`` for each single, ``dispatch_now`` for the
+rest). It runs after the callback that handled the requests, which wrote their
+replies on its way out: a sender no longer waits for its message's queue unit and
+index keys (RocketMQ too replies before its ReputMessageService dispatches), and the
+puts of one read are dispatched together.
+
+Must not: reorder records (``dispatch_put`` of a record that is not next falls back
+to the scan, which takes every record in CommitLog order), or defer past the loop
+iteration (pull long polling and the lag figures count on dispatch right away).
+Outside a running loop (a store driven by hand) the dispatch is immediate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from aiorocketmq.store.dispatch_request import DispatchRequest
+
+__all__ = ["DispatchSoon"]
+
+
+class DispatchSoon:
+    """Collects the puts of one loop iteration for one dispatch callback.
+
+    Args:
+        dispatch_put: the dispatcher's step for one single put's record.
+        dispatch_now: the dispatcher's step for whatever was appended.
+    """
+
+    __slots__ = ("_batch", "_dispatch_now", "_dispatch_put", "_puts", "_scheduled")
+
+    def __init__(
+        self,
+        dispatch_put: Callable[[DispatchRequest, str], None],
+        dispatch_now: Callable[[], None],
+    ) -> None:
+        self._dispatch_put = dispatch_put
+        self._dispatch_now = dispatch_now
+        self._puts: list[tuple[DispatchRequest, str]] = []
+        self._batch = False
+        self._scheduled = False
+
+    def note_put(self, request: DispatchRequest, properties: str) -> None:
+        """A single put appended the record ``request`` describes."""
+        self._puts.append((request, properties))
+        self._schedule()
+
+    def note_batch(self) -> None:
+        """A put appended records the dispatcher must scan."""
+        self._batch = True
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if self._scheduled:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.run()
+            return
+        self._scheduled = True
+        loop.call_soon(self.run)
+
+    def run(self) -> None:
+        """Dispatch what was noted (the callback; also callable directly)."""
+        self._scheduled = False
+        puts, self._puts = self._puts, []
+        batch, self._batch = self._batch, False
+        for request, properties in puts:
+            self._dispatch_put(request, properties)
+        if batch:
+            self._dispatch_now()

@@ -1,0 +1,83 @@
+"""DispatchSoon: puts are dispatched by one callback after their loop iteration's
+replies; a real store shows the order (put answered, then its queue unit)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from aiorocketmq.common.clock import ManualClock
+from aiorocketmq.common.message import Message
+from aiorocketmq.common.message_codec import encode_batch
+from aiorocketmq.store.dispatch_request import DispatchRequest
+from aiorocketmq.store.dispatch_soon import DispatchSoon
+from aiorocketmq.store.inner_message import MessageExtBatch
+from aiorocketmq.store.results import PutMessageResult
+from tests.unit.store.helpers import BORN_HOST, STORE_HOST
+from tests.unit.store.store_support import (
+    TOPIC,
+    dispatched,
+    inner,
+    open_store,
+    put_ok,
+    store_config,
+)
+
+
+def _request(offset: int) -> DispatchRequest:
+    return DispatchRequest(TOPIC, 0, offset, 1, tags_code=0, store_timestamp=0,
+                           consume_queue_offset=0)  # fmt: skip
+
+
+def _recorder(calls: list[object]) -> DispatchSoon:
+    return DispatchSoon(
+        lambda request, props: calls.append((request.commit_log_offset, props)),
+        lambda: calls.append("scan"),
+    )
+
+
+def test_outside_a_loop_the_dispatch_is_immediate() -> None:
+    calls: list[object] = []
+    soon = _recorder(calls)
+    soon.note_put(_request(7), "P")
+    soon.note_batch()
+    assert calls == [(7, "P"), "scan"]
+
+
+async def test_one_callback_per_iteration_singles_in_order_then_the_scan() -> None:
+    calls: list[object] = []
+    soon = _recorder(calls)
+    soon.note_put(_request(1), "a")
+    soon.note_batch()
+    soon.note_put(_request(2), "b")
+    assert calls == []  # nothing inline: the caller's reply goes out first
+    await asyncio.sleep(0)
+    assert calls == [(1, "a"), (2, "b"), "scan"]
+    soon.note_put(_request(3), "c")
+    await asyncio.sleep(0)
+    assert calls[3:] == [(3, "c")]  # a later iteration gets a callback of its own
+
+
+async def test_a_store_answers_the_put_before_dispatching_it(tmp_path: Path) -> None:
+    store = await open_store(store_config(tmp_path), clock=ManualClock())
+    try:
+        await put_ok(store, inner(b"zero"))  # the first put waits for its file
+        await dispatched(store)
+        single = store.put_message_nowait(inner(b"one", TAGS="a"))
+        assert isinstance(single, PutMessageResult) and single.ok
+        assert store.get_max_offset_in_queue(TOPIC, 0) == 1  # stored, not yet dispatched
+        await asyncio.sleep(0)
+        assert store.get_max_offset_in_queue(TOPIC, 0) == 2
+
+        # A batch, and a single behind it in the same iteration: one scan takes both.
+        body = encode_batch([Message(TOPIC, b"b1"), Message(TOPIC, b"b2")])
+        batch = MessageExtBatch(TOPIC, 0, body, born_host=BORN_HOST, store_host=STORE_HOST)
+        put = store.put_messages_nowait(batch)
+        after = store.put_message_nowait(inner(b"two"))
+        assert isinstance(put, PutMessageResult) and put.ok
+        assert isinstance(after, PutMessageResult) and after.ok
+        assert store.get_max_offset_in_queue(TOPIC, 0) == 2
+        await asyncio.sleep(0)
+        assert store.get_max_offset_in_queue(TOPIC, 0) == 5
+    finally:
+        await store.shutdown()
