@@ -414,11 +414,65 @@ def decode_frame_payload(data: Body) -> RemotingCommand:
     decoder = _DECODERS.get(serialize_type)
     if decoder is None:
         raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
-    code, opaque, flag, language, version, remark, ext = decoder(view[4 : 4 + header_len])
-    body = bytes(view[4 + header_len :])
+    return _command(
+        serialize_type, decoder(view[4 : 4 + header_len]), bytes(view[4 + header_len :])
+    )
+
+
+def _command(serialize_type: int, fields: _Fields, body: Body) -> RemotingCommand:
+    code, opaque, flag, language, version, remark, ext = fields
     return RemotingCommand(
         code, opaque, flag, language, version, remark, ext, body, _SERIALIZE_TYPES[serialize_type]
     )
+
+
+#: A frame at least this long that a read leaves incomplete is received into buffers of
+#: its own (header and body apart), not appended to the stream buffer and copied out.
+LARGE_FRAME = 64 * 1024
+
+
+class _LargeFrame:
+    """One large frame being received: its payload goes straight to where it ends up.
+
+    The body is a ``bytearray`` of exactly the body's size, handed over as the
+    command's body without a further copy (a 2 MiB pull reply was copied twice
+    before: appended read by read to the stream buffer, then sliced out as bytes).
+    """
+
+    __slots__ = ("_body", "_body_fill", "_head", "_head_fill", "_serialize_type")
+
+    def __init__(self, length: int, info: int) -> None:
+        serialize_type, header_len = info >> 24, info & MAX_HEADER_LENGTH
+        if 4 + header_len > length:
+            raise RemoteProtocolError(f"header length {header_len} exceeds frame length {length}")
+        if serialize_type not in _DECODERS:
+            raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
+        self._serialize_type = serialize_type
+        self._head = bytearray(header_len)
+        self._body = bytearray(length - 4 - header_len)
+        self._head_fill = self._body_fill = 0
+
+    def fill(self, data: memoryview) -> int:
+        """Copy what ``data`` holds of this frame; how many bytes of it were taken."""
+        taken = 0
+        want = len(self._head) - self._head_fill
+        if want:
+            taken = min(want, len(data))
+            self._head[self._head_fill : self._head_fill + taken] = data[:taken]
+            self._head_fill += taken
+        more = min(len(self._body) - self._body_fill, len(data) - taken)
+        if more:
+            self._body[self._body_fill : self._body_fill + more] = data[taken : taken + more]
+            self._body_fill += more
+        return taken + more
+
+    @property
+    def complete(self) -> bool:
+        return self._body_fill == len(self._body) and self._head_fill == len(self._head)
+
+    def command(self) -> RemotingCommand:
+        fields = _DECODERS[self._serialize_type](self._head)
+        return _command(self._serialize_type, fields, self._body)
 
 
 class FrameDecoder:
@@ -432,38 +486,74 @@ class FrameDecoder:
             soon as the 4 length bytes arrive, so a hostile length never makes us buffer.
     """
 
-    __slots__ = ("_buf", "_error", "_max")
+    __slots__ = ("_buf", "_error", "_large", "_large_received", "_max")
 
     def __init__(self, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
         self._buf = bytearray()
         self._max = max_frame_length
         self._error: RemoteProtocolError | None = None
+        self._large: _LargeFrame | None = None
+        self._large_received = 0
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet part of a whole frame."""
-        return len(self._buf)
+        return len(self._buf) + self._large_received
 
     def feed(self, data: Body) -> list[RemotingCommand]:
         """Add bytes; return every command they complete (possibly none)."""
         if self._error is not None:
             raise self._error
+        try:
+            return self._feed(data)
+        except RemoteProtocolError as exc:
+            self._error = exc
+            self._buf = bytearray()
+            self._large = None
+            raise
+
+    def _feed(self, data: Body) -> list[RemotingCommand]:
+        commands: list[RemotingCommand] = []
+        large = self._large
+        if large is not None:
+            view = memoryview(data)
+            taken = large.fill(view)
+            self._large_received += taken
+            if not large.complete:
+                return commands
+            commands.append(large.command())
+            self._large, self._large_received = None, 0
+            if taken == len(view):
+                return commands
+            data = view[taken:]
         if self._buf:
             self._buf += data
             buf: Body = self._buf
         else:
             buf = data
-        try:
-            commands, consumed = self._split(buf)
-        except RemoteProtocolError as exc:
-            self._error = exc
-            self._buf = bytearray()
-            raise
+        split, consumed = self._split(buf)
+        commands += split
         if buf is self._buf:
             del self._buf[:consumed]
         elif consumed < len(buf):
             self._buf = bytearray(memoryview(buf)[consumed:])
+        if len(self._buf) >= 8:
+            self._start_large()
         return commands
+
+    def _start_large(self) -> None:
+        """Receive the incomplete frame the buffer begins with apart, if it is large."""
+        length, info = _PREFIX.unpack_from(self._buf, 0)
+        if length < LARGE_FRAME or length + 4 > self._max:
+            return  # small, or refused by _split on the next feed
+        large = _LargeFrame(length, info)
+        rest = memoryview(self._buf)[8:]
+        try:
+            self._large_received = 8 + large.fill(rest)
+        finally:
+            rest.release()
+        self._large = large
+        self._buf = bytearray()
 
     def _split(self, buf: Body) -> tuple[list[RemotingCommand], int]:
         commands: list[RemotingCommand] = []

@@ -20,6 +20,7 @@ import pytest
 
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
 from aiorocketmq.remoting import broker_headers, namesrv_headers
+from aiorocketmq.remoting import frame as frame_module
 from aiorocketmq.remoting.errors import HeaderFieldError
 from aiorocketmq.remoting.frame import (
     FrameDecoder,
@@ -78,7 +79,11 @@ def test_seed_frames_decode() -> None:
     assert decoder.buffered == 0
 
 
-def test_frame_decoder_whole_and_chunked() -> None:
+@pytest.mark.parametrize("large_frame", [frame_module.LARGE_FRAME, 16])
+def test_frame_decoder_whole_and_chunked(large_frame: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the large-frame path for big frames only, and for nearly every frame."""
+    monkeypatch.setattr(frame_module, "LARGE_FRAME", large_frame)
+
     def feed(data: bytes) -> None:
         decoder = FrameDecoder(max_frame_length=1 << 20)
         cut = len(data) // 3

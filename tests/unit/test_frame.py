@@ -27,7 +27,9 @@ from typing import Any
 
 import pytest
 
-from aiorocketmq.remoting.codes import LanguageCode, SerializeType
+from aiorocketmq.common.errors import RemoteProtocolError
+from aiorocketmq.remoting import frame as frame_module
+from aiorocketmq.remoting.codes import LanguageCode, RequestCode, SerializeType
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.frame import FrameDecoder, decode_frame_payload, encode_frame
 from tests.support.kernels import IMPLEMENTATIONS, use_frame_kernel
@@ -136,6 +138,14 @@ def test_vector_frame_decodes_to_its_header(line: dict[str, Any]) -> None:
     assert bytes(cmd.body) == frame[8 + header_len :]
 
 
+@pytest.fixture(params=["default", "tiny"])
+def large_frame(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run with the large-frame path only for big frames, and for nearly every frame."""
+    if request.param == "tiny":
+        monkeypatch.setattr(frame_module, "LARGE_FRAME", 16)
+
+
+@pytest.mark.usefixtures("large_frame")
 @pytest.mark.parametrize("line", LINES, ids=_line_id)
 def test_vector_frame_same_command_for_any_chunking(line: dict[str, Any]) -> None:
     """Whole, one byte at a time, and random chunks all give the same single command."""
@@ -182,6 +192,7 @@ def _streams() -> dict[str, list[dict[str, Any]]]:
 STREAMS = _streams()
 
 
+@pytest.mark.usefixtures("large_frame")
 @pytest.mark.parametrize("name", sorted(STREAMS))
 def test_client_stream_decodes_the_same_however_chunked(name: str) -> None:
     """A connection's client frames joined in seq order decode frame by frame, any chunking."""
@@ -195,6 +206,34 @@ def test_client_stream_decodes_the_same_however_chunked(name: str) -> None:
     # Frame boundaries exactly on chunk boundaries are the other classic framing bug.
     assert feed_all(frames) == expected
     assert [c.opaque for c in expected] == [line["opaque"] for line in STREAMS[name]]
+
+
+def test_a_large_frame_is_received_into_its_own_body_buffer() -> None:
+    """A 2 MiB reply read in 256 KiB pieces with a small frame behind it in the last one."""
+    body = bytes(range(256)) * 8192
+    big = RemotingCommand.request(RequestCode.PULL_MESSAGE, {"k": "v"}, body)
+    small = RemotingCommand.request(RequestCode.HEART_BEAT, {}, b"tail")
+    stream = encode_frame(big) + encode_frame(small)
+    decoder = FrameDecoder()
+    got: list[RemotingCommand] = []
+    for at in range(0, len(stream), 256 * 1024):
+        piece = stream[at : at + 256 * 1024]
+        got += decoder.feed(piece)
+        if not got:
+            assert decoder.buffered == at + len(piece)
+    assert decoder.buffered == 0
+    assert got == [decode_frame_payload(f[4:]) for f in (encode_frame(big), encode_frame(small))]
+    assert type(got[0].body) is bytearray and got[0].body == body  # no copy out of a buffer
+    assert got[0].ext_fields == {"k": "v"} and got[1].body == b"tail"
+
+
+def test_a_large_frame_with_a_bad_header_breaks_the_stream() -> None:
+    decoder = FrameDecoder()
+    head = struct.pack(">iI", 200_000, (7 << 24) | 10)  # serialize type 7 does not exist
+    with pytest.raises(RemoteProtocolError, match="serialize type"):
+        decoder.feed(head + bytes(1000))
+    with pytest.raises(RemoteProtocolError):
+        decoder.feed(b"more")
 
 
 def test_streams_cover_both_clients() -> None:
