@@ -2,8 +2,10 @@
 """C kernel of ``common.properties``: a properties string -> its map.
 
 Owns: ``string_to_properties``, the compiled twin of ``py_string_to_properties``
-(RocketMQ 4.9.8's ``string2messageProperties``); ``properties`` binds it when built
-(``common.kernels``) and the same tests run against both.
+(RocketMQ 4.9.8's ``string2messageProperties``), and ``peek_property``, the twin of
+``py_peek_property`` (one name's value by the same rules, without the map);
+``properties`` binds them when built (``common.kernels``) and the same tests run
+against both.
 
 Must not: differ from the reference for any string. Segments end at ``\\x02``; one
 counts when a ``\\x01`` splits it into a non-empty name (before the first ``\\x01``)
@@ -41,3 +43,38 @@ def string_to_properties(str text):
             )
         start = end + 1
     return result
+
+
+def peek_property(str text, str name):
+    """The value ``string_to_properties(text).get(name)`` would give, or "" when only
+    the whole parse can tell (the last segment of that name has an empty value)."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef Py_ssize_t m = PyUnicode_GET_LENGTH(name)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    cdef int nkind = PyUnicode_KIND(name)
+    cdef void* ndata = PyUnicode_DATA(name)
+    cdef Py_ssize_t end = n, start, i, value_end
+    cdef bint same
+    if m == 0:
+        return None
+    for i in range(m):
+        if PyUnicode_READ(nkind, ndata, i) == 1 or PyUnicode_READ(nkind, ndata, i) == 2:
+            return ""  # a name no segment can have (\\x01, \\x02): the parse says
+    # Segments from the last: the first whose name matches decides.
+    while end >= 0:
+        start = end - 1
+        while start >= 0 and PyUnicode_READ(kind, data, start) != 2:
+            start -= 1
+        start += 1  # the segment is [start, end)
+        if end - start > m and PyUnicode_READ(kind, data, start + m) == 1:
+            same = True
+            for i in range(m):
+                if PyUnicode_READ(kind, data, start + i) != PyUnicode_READ(nkind, ndata, i):
+                    same = False
+                    break
+            if same:
+                value_end = end
+                return PyUnicode_Substring(text, start + m + 1, value_end)
+        end = start - 1
+    return None

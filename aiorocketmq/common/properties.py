@@ -178,9 +178,35 @@ def py_string_to_properties(text: str) -> dict[str, str]:
     return result
 
 
+def py_peek_property(text: str, name: str) -> str | None:
+    """``py_string_to_properties(text).get(name)`` without the map, or ``""`` when only
+    the whole parse can tell (the last segment named ``name`` has an empty value, which
+    does not count, so an earlier one may; or ``name`` holds a separator).
+
+    A reader after one property of a pulled message (its keys, its tag) needs no dict.
+    """
+    if not name:
+        return None
+    if NAME_VALUE_SEPARATOR in name or PROPERTY_SEPARATOR in name:
+        return ""
+    at = text.rfind(f"{PROPERTY_SEPARATOR}{name}{NAME_VALUE_SEPARATOR}")
+    if at >= 0:
+        start = at + len(name) + 2
+    elif text.startswith(f"{name}{NAME_VALUE_SEPARATOR}"):
+        start = len(name) + 1
+    else:
+        return None
+    end = text.find(PROPERTY_SEPARATOR, start)
+    return text[start:] if end < 0 else text[start:end]
+
+
 _KERNEL = load_kernel("aiorocketmq.common._props_kernels")
 #: ``py_string_to_properties``, in C when built (``_props_kernels.pyx``): every send
 #: parses its properties on the broker, and every consumed message's keys need them.
 string_to_properties: Callable[[str], dict[str, str]] = (
     _KERNEL.string_to_properties if _KERNEL is not None else py_string_to_properties
+)
+#: ``py_peek_property``, in C when built.
+peek_property: Callable[[str, str], str | None] = (
+    _KERNEL.peek_property if _KERNEL is not None else py_peek_property
 )

@@ -33,7 +33,7 @@ from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.message import Message, MessageExt
 from aiorocketmq.common.message_codec import ReadableBuffer, decode_pull_body
 from aiorocketmq.common.msg_id import offset_msg_id_from_raw, unpack_ip
-from aiorocketmq.common.properties import MessageConst, string_to_properties
+from aiorocketmq.common.properties import MessageConst, peek_property, string_to_properties
 
 __all__ = ["PulledMessage", "pulled_messages"]
 
@@ -136,19 +136,9 @@ class PulledMessage(MessageExt):
         """
         props: dict[str, str] | None = _PROPERTIES.__get__(self)
         if props is None and name not in _OFFSET_NAMES:
-            raw = self._properties_raw
-            at = raw.rfind(f"\x02{name}\x01")
-            if at >= 0:
-                start = at + len(name) + 2
-            elif raw.startswith(f"{name}\x01"):
-                start = len(name) + 1
-            else:
-                return None
-            end = raw.find("\x02", start)
-            value = raw[start:] if end < 0 else raw[start:end]
-            if value:
+            value = peek_property(self._properties_raw, name)
+            if value != "":  # "": only the whole parse can tell
                 return value
-            # An empty value does not count, and an earlier segment may: parse all.
         return self.properties.get(name)
 
     def get_property(self, name: str) -> str | None:

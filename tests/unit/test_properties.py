@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiorocketmq.common import properties
@@ -196,3 +196,36 @@ def test_round_trip(parse: Parse, props: dict[str, str], trailing: bool) -> None
     text = properties_to_string(props)
     assert not text.endswith("\x02")
     assert parse(text + ("\x02" if trailing and text else "")) == props
+
+
+Peek = Callable[[str, str], "str | None"]
+
+
+@pytest.fixture(params=IMPLEMENTATIONS, scope="module")
+def peek(request: pytest.FixtureRequest) -> Peek:
+    if request.param == "python":
+        return properties.py_peek_property
+    kernel = kernel_or_skip("aiorocketmq.common._props_kernels")
+    assert properties.peek_property is kernel.peek_property
+    peeked: Peek = kernel.peek_property
+    return peeked
+
+
+_PEEK_NAMES = st.sampled_from(["a", "ab", "b", "é😀", "", "a\x01", "\x02a", " "])
+
+
+@settings(max_examples=500)
+@given(st.lists(_ALPHABET, max_size=30).map("".join), _PEEK_NAMES)
+def test_peek_gives_the_parsed_value_or_defers_to_the_parse(
+    peek: Peek, text: str, name: str
+) -> None:
+    """One name's value without the map: what the parse gives, or "" (and only when
+    the parse has to decide: the last segment of that name is empty, or the name
+    holds a separator); never a wrong answer."""
+    want = java_string2message_properties(text).get(name)
+    got = peek(text, name)
+    if got == "":
+        last = [s for s in text.split("\x02") if s.partition("\x01")[0] == name and "\x01" in s]
+        assert ("\x01" in name or "\x02" in name) or (last and last[-1] == name + "\x01")
+    else:
+        assert got == want
