@@ -69,6 +69,7 @@ from aiorocketmq.store.config import BrokerRole, MessageStoreConfig
 from aiorocketmq.store.consume_queue import ConsumeQueue, PutUnitStatus
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
 from aiorocketmq.store.dispatch_builder import DispatchRequestBuilder, RecordWalk
+from aiorocketmq.store.dispatch_pacing import CHUNK_RECORDS, StepPacing
 from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.dispatch_runs import newest_arrivals, put_runs
 from aiorocketmq.store.errors import StoreError
@@ -84,18 +85,6 @@ ArrivalListener = Callable[[str, int, int, int, int, dict[str, str]], None]
 """``(topic, queue_id, max_offset, tags_code, store_timestamp, properties)``, called on
 the loop after records were dispatched: once per queue and tagsCode of a chunk, for
 the newest such record; ``max_offset`` is its queue offset + 1."""
-
-CHUNK_RECORDS: Final = 1024
-"""Records dispatched before the service yields to the loop: bounds the time any
-put or pull waits behind a large backlog (about 10 ms of work)."""
-
-_CHUNK_SECONDS: Final = 0.001
-_REPLAY_CHUNK_SECONDS: Final = 0.05
-_REPLAY_CHUNK_RECORDS: Final = 16_384
-"""Before the store serves, nothing waits behind the start-time replay: it goes in
-large chunks (fewer slices, scanners and index batches per record)."""
-"""A chunk also ends once it took this long (checked every 32 records): the loop-lag
-budget, whatever the records cost."""
 
 _SAFETY_WAKE_S: Final = 1.0
 _FILE_RETRIES: Final = 3  # 3 creations 1 s apart, then puts are refused meanwhile
@@ -152,9 +141,7 @@ class ReputMessageService(Service):
         self._checkpoint = checkpoint
         self._flags = flags if flags is not None else RunningFlags()
         self._stats = stats if stats is not None else StoreStats()
-        self._chunk = max(chunk_records, 1)
-        self._serving_chunk = self._chunk
-        self._chunk_s = _CHUNK_SECONDS
+        self._pacing = StepPacing(chunk_records)
         self._slave = config.broker_role is BrokerRole.SLAVE
         self._index_enabled = config.message_index_enable
         self._verify = config.verify_writes
@@ -290,12 +277,12 @@ class ReputMessageService(Service):
             StoreError: the service stopped (or its loop died) first.
         """
         began = time.monotonic()
-        self._chunk_s, self._chunk = _REPLAY_CHUNK_SECONDS, max(self._chunk, _REPLAY_CHUNK_RECORDS)
+        self._pacing.replaying(True)
         try:
             if not await self.wait_dispatched(offset):
                 raise StoreError("the start-time redispatch did not finish")
         finally:
-            self._chunk_s, self._chunk = _CHUNK_SECONDS, self._serving_chunk
+            self._pacing.replaying(False)
         log.info(
             "replayed %d records (%d bytes) into the queues in %.2f s",
             self._stats.dispatched_messages - self._replay_counted,
@@ -401,8 +388,9 @@ class ReputMessageService(Service):
             base = selected.start_offset
             self.reput_from = base
             walk = RecordWalk()
-            budget = self._chunk
-            deadline = perf_counter() + self._chunk_s
+            budget = self._pacing.records
+            started = perf_counter()
+            deadline = self._pacing.walk_deadline(started)  # units and keys come after
             done: list[DispatchRequest] = []
             ends: list[int] = []
             outcome: str | _NeedFile | None = None
@@ -413,11 +401,13 @@ class ReputMessageService(Service):
                 if budget == 0 or (budget & 31 == 0 and perf_counter() > deadline):
                     outcome = _CONTINUE
                     break
+            walked = perf_counter()
             need = self._put_units(done)
             if need is not None:
                 outcome = need  # done was cut at the record that waits for a file
             indexed = self._index_all(done)
             self._notify_all(done[:indexed])
+            self._pacing.learn(started, walked, len(done))
             if indexed:
                 self.reput_from = ends[indexed - 1]
             if indexed < len(done):

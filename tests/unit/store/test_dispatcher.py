@@ -79,7 +79,7 @@ async def test_blank_records_are_skipped_across_many_files(tmp_path: Path) -> No
 
 async def test_a_backlog_is_dispatched_in_chunks_without_starving_the_loop(tmp_path: Path) -> None:
     store = await open_store(store_config(tmp_path))
-    store.dispatcher._chunk = 3
+    store.dispatcher._pacing.records = 3
     ticks = 0
 
     async def ticker() -> None:
