@@ -157,7 +157,8 @@ def process_pull_response(reply: RemotingCommand, address: str) -> PullResult:
         min_offset=header.min_offset,
         max_offset=header.max_offset,
         suggest_which_broker_id=header.suggest_which_broker_id,
-        message_binary=bytes(reply.body),
+        # A large reply's body is already a bytearray of its own (FrameDecoder): no copy.
+        message_binary=reply.body if isinstance(reply.body, bytearray) else bytes(reply.body),
     )
 
 

@@ -122,4 +122,4 @@ class PullResult:
     max_offset: int
     suggest_which_broker_id: int = 0
     msg_found_list: list[MessageExt] = field(default_factory=list)
-    message_binary: bytes | None = None
+    message_binary: bytes | bytearray | None = None
