@@ -23,6 +23,7 @@ from libc.string cimport memcmp, memcpy
 
 
 from cpython.ref cimport PyObject
+from types import MemberDescriptorType
 
 
 cdef extern from "Python.h":
@@ -32,10 +33,65 @@ cdef extern from "Python.h":
     _DescrType* Py_TYPE(object o)
 
 
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+    void Py_INCREF(PyObject* o)
+    void Py_XDECREF(PyObject* o)
+
+
 cdef inline void _set_slot(object descr, object obj, object value) except *:
     # A slot's member descriptor set directly: the class's properties of the same
     # names stand in front of these slots for ordinary attribute access.
     Py_TYPE(descr).tp_descr_set(<PyObject*>descr, <PyObject*>obj, <PyObject*>value)
+
+
+# The slots a pulled message gets, in the order _build fills them.
+_FIELDS = (
+    "topic", "body", "flag", "_properties_raw", "_offsets", "transaction_id", "queue_id",
+    "store_size", "queue_offset", "sys_flag", "born_timestamp", "_born_raw",
+    "store_timestamp", "_store_raw", "commit_log_offset", "body_crc", "reconsume_times",
+    "prepared_transaction_offset",
+)
+cdef int _N_FIELDS = 18
+_OFFSETS = {}  # class -> (tuple of its _FIELDS' slot offsets, unread slots' offsets)
+
+
+cdef tuple _slot_offsets(cls, tuple unread_slots):
+    """Where each of ``_FIELDS`` (and each unread slot) lives in a ``cls`` object.
+
+    Every name must be a plain ``__slots__`` member of ``cls`` (the nearest in its MRO
+    that is a member descriptor; a property of the same name in front of it is the
+    class's business): writing there is what the descriptor's ``__set__`` does, less
+    the attribute lookup and the call. Anything else: ValueError, never a guess.
+    """
+    member = MemberDescriptorType
+    offsets = []
+    for name in _FIELDS:
+        for klass in cls.__mro__:
+            descr = klass.__dict__.get(name)
+            if descr is not None and type(descr) is member:
+                offsets.append((<PyMemberDescrObject*><PyObject*>descr).d_member.offset)
+                break
+        else:
+            raise ValueError(f"{cls.__name__}.{name} is not a slot")
+    unread = []
+    for descr in unread_slots:
+        if type(descr) is not member:
+            raise ValueError(f"{descr!r} is not a slot")
+        unread.append((<PyMemberDescrObject*><PyObject*>descr).d_member.offset)
+    return tuple(offsets), tuple(unread)
+
+
+cdef inline void _put(object obj, Py_ssize_t offset, object value) noexcept:
+    """Store ``value`` in the slot at ``offset`` of ``obj`` (a member's ``__set__``)."""
+    cdef PyObject** slot = <PyObject**>((<char*><PyObject*>obj) + offset)
+    cdef PyObject* old = slot[0]
+    Py_INCREF(<PyObject*>value)
+    slot[0] = <PyObject*>value
+    Py_XDECREF(old)
 
 
 cdef uint32_t _MAGIC_V1 = 0xDAA320A7
@@ -147,17 +203,25 @@ cdef list _build(
     const uint8_t* data, Py_ssize_t size, cls, tuple offsets, tuple unread_slots, decompress
 ):
     cdef list out = []
-    cdef Py_ssize_t pos = 0, topic_pos, props_pos, total
+    cdef Py_ssize_t pos = 0, topic_pos, props_pos, total, i
     cdef const uint8_t* p
     cdef int32_t sys_flag, body_len, topic_len
     cdef int topic_len_size
     cdef _Layout l
+    cdef Py_ssize_t at[18]
     # A reply's records nearly always share their topic and both hosts: equal bytes
     # reuse the previous record's objects (immutable) instead of making new ones.
     cdef const uint8_t* topic_raw = NULL
     cdef const uint8_t* born_raw = NULL
     cdef const uint8_t* store_raw = NULL
     cdef Py_ssize_t topic_raw_len = -1, born_raw_len = -1, store_raw_len = -1
+    key = (cls, unread_slots)
+    found = _OFFSETS.get(key)
+    if found is None:
+        found = _OFFSETS[key] = _slot_offsets(cls, unread_slots)
+    fields, unread = found
+    for i in range(_N_FIELDS):
+        at[i] = fields[i]
     topic = born = store = None
     new = object.__new__
     while pos < size:
@@ -177,41 +241,41 @@ cdef list _build(
         if not _same(topic_raw, topic_raw_len, p + topic_pos + topic_len_size, topic_len):
             topic_raw, topic_raw_len = p + topic_pos + topic_len_size, topic_len
             topic = PyUnicode_DecodeUTF8(<const char*>topic_raw, topic_len, "surrogateescape")
-        msg.topic = topic
+        _put(msg, at[0], topic)
         stored = PyBytes_FromStringAndSize(<const char*>(p + l.body), body_len)
-        msg.body = decompress(stored, sys_flag) if sys_flag & 0x1 else stored
-        msg.flag = _i32(p + 16)
-        for slot in unread_slots:
-            _set_slot(slot, msg, None)
-        msg._properties_raw = PyUnicode_DecodeUTF8(
+        _put(msg, at[1], decompress(stored, sys_flag) if sys_flag & 0x1 else stored)
+        _put(msg, at[2], _i32(p + 16))
+        for offset in unread:
+            _put(msg, offset, None)
+        _put(msg, at[3], PyUnicode_DecodeUTF8(
             <const char*>(p + props_pos), total - props_pos, "surrogateescape"
-        )
-        msg._offsets = offsets
-        msg.transaction_id = None
-        msg.queue_id = _i32(p + 12)
-        msg.store_size = total
-        msg.queue_offset = _i64(p + 20)
-        msg.sys_flag = sys_flag
-        msg.born_timestamp = _i64(p + 40)
+        ))
+        _put(msg, at[4], offsets)
+        _put(msg, at[5], None)
+        _put(msg, at[6], _i32(p + 12))
+        _put(msg, at[7], total)
+        _put(msg, at[8], _i64(p + 20))
+        _put(msg, at[9], sys_flag)
+        _put(msg, at[10], _i64(p + 40))
         if not _same(born_raw, born_raw_len, p + l.born_ip, l.born_ip_len + 4):
             born_raw, born_raw_len = p + l.born_ip, l.born_ip_len + 4
             born = (
                 PyBytes_FromStringAndSize(<const char*>born_raw, l.born_ip_len),
                 _i32(born_raw + l.born_ip_len),
             )
-        msg._born_raw = born
-        msg.store_timestamp = _i64(p + l.store_ts)
+        _put(msg, at[11], born)
+        _put(msg, at[12], _i64(p + l.store_ts))
         if not _same(store_raw, store_raw_len, p + l.store_ip, l.store_ip_len + 4):
             store_raw, store_raw_len = p + l.store_ip, l.store_ip_len + 4
             store = (
                 PyBytes_FromStringAndSize(<const char*>store_raw, l.store_ip_len),
                 _i32(store_raw + l.store_ip_len),
             )
-        msg._store_raw = store
-        msg.commit_log_offset = _i64(p + 28)
-        msg.body_crc = _i32(p + 8)
-        msg.reconsume_times = _i32(p + l.reconsume)
-        msg.prepared_transaction_offset = _i64(p + l.reconsume + 4)
+        _put(msg, at[13], store)
+        _put(msg, at[14], _i64(p + 28))
+        _put(msg, at[15], _i32(p + 8))
+        _put(msg, at[16], _i32(p + l.reconsume))
+        _put(msg, at[17], _i64(p + l.reconsume + 4))
         out.append(msg)
         pos += total
     return out
