@@ -21,7 +21,7 @@ from aiorocketmq.common.message import MessageExt
 from aiorocketmq.common.message_codec import decode_pull_body, encode_record
 from aiorocketmq.common.properties import MessageConst, properties_to_string
 from aiorocketmq.common.pulled_message import PulledMessage, pulled_messages
-from tests.support.kernels import IMPLEMENTATIONS, use_pulled_kernel
+from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip, use_pulled_kernel
 from tests.support.vectors import load_jsonl
 from tests.unit.test_message_codec import RECORD_KWARGS
 
@@ -213,3 +213,18 @@ def test_every_single_byte_change_gets_the_references_answer() -> None:
                 assert kernel_side == _outcome(damaged), (pos, value)
             finally:
                 pulled_module._KERNEL = saved
+
+
+def test_the_kernel_refuses_a_class_whose_fields_are_not_slots() -> None:
+    """It writes fields by slot offset: a class without those slots is an error, not a
+    write into memory that belongs to something else."""
+    kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
+
+    class Plain:
+        pass
+
+    body = bytes(record("T", b"x", ""))
+    with pytest.raises(ValueError, match="is not a slot"):
+        kernel.pulled_messages(body, Plain, (), (), decompress_body)
+    with pytest.raises(ValueError, match="is not a slot"):
+        kernel.pulled_messages(body, PulledMessage, (), (PulledMessage.keys,), decompress_body)
