@@ -101,7 +101,7 @@ _DRAIN_POLL_MAX_S = 0.05
 #: rest wait in the backlog for the next loop iteration, reading paused meanwhile.
 #: One read of pipelined batch sends holds several ms of work, and no callback may
 #: hold the loop much past 1 ms (the broker's loop-lag budget is 2 ms).
-_READ_BUDGET_S = 0.001
+_READ_BUDGET_S = 0.0005
 
 #: Reply extField by which an aiorocketmq server tells our client, once per
 #: connection, that it also reads MSGPACK headers. Stock clients ignore unknown

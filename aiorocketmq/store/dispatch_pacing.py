@@ -22,7 +22,7 @@ CHUNK_RECORDS: Final = 1024
 """Records dispatched before the service yields to the loop: bounds the time any
 put or pull waits behind a large backlog."""
 
-_STEP_SECONDS: Final = 0.001
+_STEP_SECONDS: Final = 0.0005
 """A step's time budget while serving: the loop-lag budget, whatever records cost."""
 _REPLAY_STEP_SECONDS: Final = 0.05
 _REPLAY_CHUNK_RECORDS: Final = 16_384
