@@ -17,12 +17,13 @@ def _step(pacing: StepPacing, walk_s: float, records: int = 1000) -> None:
 def test_a_step_whose_tail_outweighs_its_walk_shortens_the_next_walks() -> None:
     pacing = StepPacing()
     start = 100.0
+    budget = (pacing.walk_deadline(start) - start) * pacing.step_per_walk
     first = pacing.walk_deadline(start) - start
     for _ in range(20):
         _step(pacing, 0.001)
     later = pacing.walk_deadline(start) - start
     assert 3.5 < pacing.step_per_walk <= 4.2  # the whole step took ~4x its walk
-    assert later < first and abs(later - 0.001 / pacing.step_per_walk) < 1e-12
+    assert later < first and abs(later - budget / pacing.step_per_walk) < 1e-12
 
 
 def test_small_steps_teach_nothing_and_the_ratio_is_bounded() -> None:
