@@ -40,6 +40,7 @@ from aiorocketmq.store.commit_log import CommitLog
 from aiorocketmq.store.config import BrokerRole, MessageStoreConfig
 from aiorocketmq.store.consume_queue import UnitSlice, tags_match
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
+from aiorocketmq.store.get_runs import scan_units
 from aiorocketmq.store.index_service import IndexService
 from aiorocketmq.store.mapped_file import SelectedBuffer
 from aiorocketmq.store.results import GetMessageResult, GetMessageStatus, QueryMessageResult
@@ -154,7 +155,12 @@ class MessageGetter:
                 result = GetMessageResult(_S.OFFSET_FOUND_NULL, next_offset)
             else:
                 with units:
-                    result = self._scan(units, max_msgs, tag_codes, record_filter)
+                    fast = None if record_filter is not None else scan_units(
+                        units, max_msgs, tag_codes, self._commit_log,
+                        memory_threshold=self.memory_threshold,
+                        memory_limits=self._memory_limits, disk_limits=self._disk_limits,
+                    )  # fmt: skip
+                    result = fast or self._scan(units, max_msgs, tag_codes, record_filter)
         result.min_offset, result.max_offset = min_offset, max_offset
         return self._count(result)
 

@@ -109,12 +109,36 @@ class _HeldRecords:
     messages: list[memoryview]
     buffers: list[SelectedBuffer]
     buffer_total_size: int
+    run_views: list[memoryview]  # add_run: the body's views into the one held slice
 
     def add_message(self, selected: SelectedBuffer) -> None:
         """Take ownership of one held record."""
         self.buffers.append(selected)
         self.messages.append(selected.view)
         self.buffer_total_size += selected.size
+
+    def add_run(self, run: SelectedBuffer, starts: list[int], sizes: list[int]) -> None:
+        """Take ownership of ``run``, one held slice of a file, whose records are at
+        ``starts`` (positions in it) with ``sizes``: one hold for a whole pull instead of
+        one per record. Only on an empty result."""
+        assert not self.buffers and not self.messages and starts
+        view = run.view
+        self.buffers.append(run)
+        self.messages = [
+            view[start : start + size] for start, size in zip(starts, sizes, strict=True)
+        ]
+        self.buffer_total_size = sum(sizes)
+        if run.size == self.buffer_total_size:
+            self.run_views = [view]  # no gap: the slice is the body
+            return
+        views, begin, end = [], starts[0], starts[0]  # back-to-back records: one view
+        for start, size in zip(starts, sizes, strict=True):
+            if start != end:
+                views.append(view[begin:end])
+                begin = start
+            end = start + size
+        views.append(view[begin:end])
+        self.run_views = views
 
     @property
     def message_count(self) -> int:
@@ -142,6 +166,10 @@ class _HeldRecords:
         Raises:
             ValueError: the records were released.
         """
+        if self.run_views:
+            if not self.buffers:
+                raise ValueError("records already released")
+            return list(self.run_views)
         records = self.buffers[: len(self.messages)]
         if len(records) != len(self.messages):
             raise ValueError("records already released")
@@ -181,6 +209,9 @@ class _HeldRecords:
     def release(self) -> None:
         """Release every record and its file reference (idempotent)."""
         buffers, self.buffers = self.buffers, []
+        if self.run_views:
+            for view in (*self.messages, *self.run_views):
+                view.release()  # views of the run: unreadable from now on, as documented
         for selected in buffers:
             selected.release()
 
@@ -226,6 +257,7 @@ class GetMessageResult(_HeldRecords):
     message_queue_offsets: list[int] = field(default_factory=list)
     buffers: list[SelectedBuffer] = field(default_factory=list, repr=False)
     buffer_total_size: int = 0
+    run_views: list[memoryview] = field(default_factory=list, repr=False)
 
 
 @dataclass(slots=True)
@@ -246,3 +278,4 @@ class QueryMessageResult(_HeldRecords):
     index_last_update_phyoffset: int = 0
     buffers: list[SelectedBuffer] = field(default_factory=list, repr=False)
     buffer_total_size: int = 0
+    run_views: list[memoryview] = field(default_factory=list, repr=False)

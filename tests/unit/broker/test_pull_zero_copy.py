@@ -155,12 +155,14 @@ async def test_wire_views_coalesce_runs_and_hold_until_release(tmp_path: Path) -
 
 
 async def test_one_run_is_one_view_and_drops_the_record_holds(tmp_path: Path) -> None:
+    """The per-record scan (a CommitLog-level filter forces it): a hold per record,
+    then one for the run, and the records' holds go once the run is handed over."""
     async with harness(tmp_path) as h:
         await put_n(h, 40)
         first = files(h)[0]
         # No await from here on: the flush service cannot hold or release meanwhile.
         refs = first.ref_count
-        result = h.ctx.store.get_message(GROUP, TOPIC, 0, 0, 32)
+        result = h.ctx.store.get_message(GROUP, TOPIC, 0, 0, 32, record_filter=_everything)
         assert result is not None and result.message_count == 32
         assert first.ref_count == refs + 32
         body = result.body()
@@ -174,18 +176,46 @@ async def test_one_run_is_one_view_and_drops_the_record_holds(tmp_path: Path) ->
         assert first.ref_count == refs
 
 
+async def test_a_pull_without_a_filter_holds_its_file_once(tmp_path: Path) -> None:
+    """The vectorised scan: one held slice for the whole pull from the start."""
+    async with harness(tmp_path) as h:
+        await put_n(h, 40)
+        first = files(h)[0]
+        refs = first.ref_count
+        result = h.ctx.store.get_message(GROUP, TOPIC, 0, 0, 32)
+        assert result is not None and result.message_count == 32
+        assert first.ref_count == refs + 1
+        assert result.message_queue_offsets == list(range(32))
+        with result:
+            views = result.wire_views()
+            assert len(views) == 1 and bytes(views[0]) == result.body()
+            assert result.body() == b"".join(stored(h, i, 1) for i in range(32))
+            assert first.ref_count == refs + 1
+        assert first.ref_count == refs
+        with pytest.raises(ValueError):
+            bytes(result.messages[0])  # released: never read again
+
+
+def _everything(_record: memoryview) -> bool:
+    return True
+
+
 async def test_tag_filter_gaps_make_separate_views(tmp_path: Path) -> None:
     async with harness(tmp_path) as h:
         for i in range(6):
             await put_ok(h.ctx.store, inner(b"m%d" % i, TAGS="a" if i % 3 else "b"))
         await dispatched(h.ctx.store)
-        result = h.ctx.store.get_message(GROUP, TOPIC, 0, 0, 32, tag_codes=frozenset({ord("a")}))
-        assert result is not None
-        with result:
-            assert result.message_count == 4  # records 1, 2, 4, 5
-            views = result.wire_views()
-            assert len(views) == 2
-            assert b"".join(views) == result.body()
+        for record_filter in (None, _everything):  # the vectorised scan, the per-record one
+            result = h.ctx.store.get_message(
+                GROUP, TOPIC, 0, 0, 32, tag_codes=frozenset({ord("a")}), record_filter=record_filter
+            )
+            assert result is not None
+            with result:
+                assert result.message_count == 4  # records 1, 2, 4, 5
+                body = result.body()
+                views = result.wire_views()
+                assert len(views) == 2
+                assert b"".join(views) == body
         reply = await h.invoke(pull_request(0, sys_flag=0x4, subscription="a"))
         assert reply.code == ResponseCode.SUCCESS
         assert reply.body == b"".join(_stored_by_offsets(h, [1, 2, 4, 5]))

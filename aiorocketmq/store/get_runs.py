@@ -1,0 +1,98 @@
+"""A pull's scan over its ConsumeQueue units as arrays, and one hold for its records.
+
+Owns: ``scan_units``, the vectorised twin of ``MessageGetter``'s per-unit scan for
+pulls without a CommitLog-level filter (the usual pull). Over the unit slice at once
+(numpy): the tag mask, RocketMQ's ``isTheBatchFull`` cut (``count >= maxMsgNums``, or
+the in-memory / on-disk byte and count limits, each unit judged by how far behind the
+CommitLog end it is, checked before the unit's own tag test), then one held slice of
+the CommitLog from the first chosen record to the end of the last, the records views
+into it (``GetMessageResult.add_run``).
+
+Must not: answer differently from the per-unit scan. Whenever the chosen records are
+not all readable in one CommitLog file (a file expired or not yet written that far,
+a file boundary), it returns None and the per-unit scan, which knows the
+MESSAGE_WAS_REMOVING and skip-the-file rules, takes the pull.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+import numpy as np
+
+from aiorocketmq.store.commit_log import CommitLog
+from aiorocketmq.store.consume_queue import UnitSlice, tags_match
+from aiorocketmq.store.results import GetMessageResult, GetMessageStatus
+
+__all__ = ["scan_units"]
+
+_S = GetMessageStatus
+
+
+def scan_units(
+    units: UnitSlice,
+    max_msgs: int,
+    tag_codes: Collection[int] | None,
+    commit_log: CommitLog,
+    *,
+    memory_threshold: int,
+    memory_limits: tuple[int, int],
+    disk_limits: tuple[int, int],
+) -> GetMessageResult | None:
+    """The scan's result, or None when the per-unit scan must decide (docstring)."""
+    array = units.units
+    offsets = array["offset"].astype(np.int64)
+    sizes = array["size"].astype(np.int64)
+    if not len(offsets) or int(sizes.min()) <= 0:
+        return None
+    matched = tags_match(array, tag_codes) if tag_codes else np.ones(len(offsets), dtype=bool)
+    max_offset = commit_log.max_offset
+    cut = _batch_cut(offsets, sizes, matched, max_msgs, max_offset, memory_threshold,
+                     memory_limits, disk_limits)  # fmt: skip
+    first = units.first_queue_offset
+    chosen = np.flatnonzero(matched[:cut])
+    last_pulled = int(offsets[min(cut, len(offsets) - 1)])
+    result = GetMessageResult(_S.NO_MATCHED_MESSAGE)
+    if len(chosen):
+        starts, ends = offsets[chosen], offsets[chosen] + sizes[chosen]
+        run_start, run_end = int(starts.min()), int(ends.max())
+        run = commit_log.get_message(run_start, run_end - run_start)
+        if run is None:
+            return None  # not all readable in one file: the per-unit scan decides
+        result.add_run(run, (starts - run_start).tolist(), sizes[chosen].tolist())
+        result.message_queue_offsets = (chosen + first).tolist()
+        result.status = _S.FOUND
+    result.next_begin_offset = first + cut
+    result.suggest_pulling_from_slave = max_offset - last_pulled > memory_threshold
+    return result
+
+
+def _batch_cut(  # noqa: PLR0917 - the batch rule's inputs, named as the scan's
+    offsets: np.ndarray[Any, Any],
+    sizes: np.ndarray[Any, Any],
+    matched: np.ndarray[Any, Any],
+    max_msgs: int,
+    max_offset: int,
+    memory_threshold: int,
+    memory_limits: tuple[int, int],
+    disk_limits: tuple[int, int],
+) -> int:
+    """The first unit at which the batch is full (it is not consumed), or all of them.
+
+    For each unit, with ``count``/``total`` the records and bytes chosen before it:
+    full when ``count > 0`` and (``count >= max_msgs`` or ``total + size > max_bytes``
+    or ``count > max_count - 1``), the limits being the on-disk ones for a unit more
+    than ``memory_threshold`` bytes behind the CommitLog end.
+    """
+    taken = matched.astype(np.int64)
+    count = np.cumsum(taken) - taken
+    total = np.cumsum(sizes * taken) - sizes * taken
+    on_disk = (max_offset - offsets) > memory_threshold
+    max_bytes = np.where(on_disk, disk_limits[0], memory_limits[0])
+    max_count = np.where(on_disk, disk_limits[1], memory_limits[1])
+    full = (count > 0) & (
+        (count >= max_msgs) | (total + sizes > max_bytes) | (count > max_count - 1)
+    )
+    hits = np.flatnonzero(full)
+    return int(hits[0]) if len(hits) else len(offsets)

@@ -1,0 +1,124 @@
+"""The vectorised pull scan (``get_runs.scan_units``) answers every pull as the
+per-unit scan does: status, next offset, the records and their queue offsets, the
+slave suggestion; across tag filters, batch limits in memory and on disk, and pulls
+that start anywhere in a queue of records of mixed sizes."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aiorocketmq.common.tag_hash import tags_code
+from aiorocketmq.store.get_runs import scan_units
+from aiorocketmq.store.message_store import MessageStore
+from aiorocketmq.store.results import GetMessageResult
+from tests.unit.store.store_support import (
+    TOPIC,
+    dispatched,
+    inner,
+    open_store,
+    put_ok,
+    store_config,
+)
+
+TAGS = ("a", "b", "c")
+COUNT = 120
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A store with COUNT records of random sizes and tags in queue 0 (one file)."""
+    import asyncio
+
+    root: Path = tmp_path_factory.mktemp("runs")
+    rng = random.Random(19)
+    loop = asyncio.new_event_loop()
+
+    async def build() -> MessageStore:
+        store = await open_store(store_config(root, mapped_file_size_commit_log=4 << 20))
+        for i in range(COUNT):
+            body = bytes(rng.randrange(1, 3000))
+            await put_ok(store, inner(body, TAGS=TAGS[rng.randrange(3)], KEYS=f"k{i}"))
+        await dispatched(store)
+        return store
+
+    store = loop.run_until_complete(build())
+    yield store
+    loop.run_until_complete(store.shutdown())
+    loop.close()
+
+
+def _view(result: GetMessageResult) -> tuple[Any, ...]:
+    with result:
+        return (
+            result.status, result.next_begin_offset, result.message_queue_offsets,
+            result.body(), result.suggest_pulling_from_slave, result.buffer_total_size,
+        )  # fmt: skip
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    offset=st.integers(0, COUNT - 1),
+    max_msgs=st.integers(1, 40),
+    tags=st.none() | st.sets(st.sampled_from(TAGS), min_size=1),
+    memory=st.tuples(st.integers(1, 60_000), st.integers(1, 40)),
+    disk=st.tuples(st.integers(1, 60_000), st.integers(1, 40)),
+    threshold=st.integers(0, 200_000),
+)
+def test_the_vectorised_scan_answers_as_the_per_unit_scan(
+    filled: MessageStore,
+    offset: int,
+    max_msgs: int,
+    tags: set[str] | None,
+    memory: tuple[int, int],
+    disk: tuple[int, int],
+    threshold: int,
+) -> None:
+    getter = filled._getter
+    getter.memory_threshold = threshold
+    getter._memory_limits, getter._disk_limits = memory, disk
+    codes = None if tags is None else frozenset(tags_code(t) for t in tags)
+    queue = filled.cq_table.get(TOPIC, 0)
+    assert queue is not None
+    units = queue.get_units(offset, 800)
+    assert units is not None
+    with units:
+        fast = scan_units(
+            units, max_msgs, codes, filled.commit_log, memory_threshold=threshold,
+            memory_limits=memory, disk_limits=disk,
+        )  # fmt: skip
+        slow = getter._scan(units, max_msgs, codes, None)
+    assert fast is not None  # one file, all readable: the vectorised scan answers
+    assert _view(fast) == _view(slow)
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1])
+def test_a_byte_limit_met_exactly_takes_the_record_that_meets_it(
+    filled: MessageStore, extra: int
+) -> None:
+    """``total + size > max_bytes`` is full: a record that brings the total to the limit
+    exactly is still taken (the boundary random sizes rarely hit)."""
+    queue = filled.cq_table.get(TOPIC, 0)
+    assert queue is not None
+    units = queue.get_units(0, 800)
+    assert units is not None
+    with units:
+        limit = int(units.units["size"][:3].sum()) + extra
+        limits = (limit, 100)
+        fast = scan_units(
+            units, 32, None, filled.commit_log, memory_threshold=1 << 40,
+            memory_limits=limits, disk_limits=limits,
+        )  # fmt: skip
+        filled._getter.memory_threshold = 1 << 40
+        filled._getter._memory_limits = filled._getter._disk_limits = limits
+        slow = filled._getter._scan(units, 32, None, None)
+    assert fast is not None
+    assert _view(fast) == _view(slow)
+    assert fast.message_count == (2 if extra < 0 else 3)
