@@ -7,6 +7,7 @@ The parsing tests run on both the pure-Python reference and the C kernel
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -25,13 +26,19 @@ from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip
 Parse = Callable[[str], dict[str, str]]
 
 
+def _implementation(side: str, name: str) -> Any:
+    """``properties.py_<name>`` ("python"), or the kernel's ``<name>``, which
+    ``properties`` must have bound ("c")."""
+    if side == "python":
+        return getattr(properties, f"py_{name}")
+    kernel = kernel_or_skip("aiorocketmq.common._props_kernels")
+    assert getattr(properties, name) is getattr(kernel, name)
+    return getattr(kernel, name)
+
+
 @pytest.fixture(params=IMPLEMENTATIONS, scope="module")
 def parse(request: pytest.FixtureRequest) -> Parse:
-    if request.param == "python":
-        return properties.py_string_to_properties
-    kernel = kernel_or_skip("aiorocketmq.common._props_kernels")
-    assert properties.string_to_properties is kernel.string_to_properties
-    parsed: Parse = kernel.string_to_properties
+    parsed: Parse = _implementation(request.param, "string_to_properties")
     return parsed
 
 
@@ -203,11 +210,7 @@ Peek = Callable[[str, str], "str | None"]
 
 @pytest.fixture(params=IMPLEMENTATIONS, scope="module")
 def peek(request: pytest.FixtureRequest) -> Peek:
-    if request.param == "python":
-        return properties.py_peek_property
-    kernel = kernel_or_skip("aiorocketmq.common._props_kernels")
-    assert properties.peek_property is kernel.peek_property
-    peeked: Peek = kernel.peek_property
+    peeked: Peek = _implementation(request.param, "peek_property")
     return peeked
 
 
