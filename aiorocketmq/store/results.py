@@ -102,8 +102,12 @@ class _HeldRecords:
     ``ValueError`` instead of reading a file that may be gone. Releasing twice is
     a no-op.
 
-    ``buffers`` starts with one held slice per record, in ``messages`` order;
-    ``wire_views()`` may append more (runs of records), released with the rest.
+    Filled by ``add_message``, ``buffers`` starts with one held slice per record, in
+    ``messages`` order; ``wire_views()`` may append more (runs of records), released
+    with the rest. Filled by ``add_run`` (a pull's vectorised scan), ``buffers`` is the
+    one held slice from the first record to the end of the last, the ``messages`` are
+    views into it, readable until ``release()``, and ``wire_views()`` only hands out
+    the views made up front.
     """
 
     messages: list[memoryview]
