@@ -28,61 +28,49 @@ def kernel_or_skip(name: str) -> ModuleType:
         pytest.fail(f"{name} is not built ({exc}): run `pip install -e .` with a C compiler")
 
 
+def _use_kernel(
+    implementation: str, monkeypatch: pytest.MonkeyPatch, module: str, kernel: str
+) -> None:
+    """Set ``module``'s ``_KERNEL`` to the compiled ``kernel`` ("c") or None ("python")."""
+    target = importlib.import_module(module)
+    compiled = kernel_or_skip(kernel) if implementation == "c" else None
+    monkeypatch.setattr(target, "_KERNEL", compiled)
+
+
+_RECORD_KERNELS = "aiorocketmq.common._record_kernels"
+
+
 def use_frame_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make ``remoting.frame`` use its C kernel ("c") or the reference ("python")."""
-    from aiorocketmq.remoting import frame
-
-    kernel = None
-    if implementation == "c":
-        kernel = kernel_or_skip("aiorocketmq.remoting._frame_kernels")
-    monkeypatch.setattr(frame, "_KERNEL", kernel)
+    _use_kernel(
+        implementation, monkeypatch, "aiorocketmq.remoting.frame",
+        "aiorocketmq.remoting._frame_kernels",
+    )  # fmt: skip
 
 
 def use_pulled_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make ``common.pulled_message`` decode in C ("c") or in Python ("python")."""
-    from aiorocketmq.common import pulled_message
-
-    kernel = None
-    if implementation == "c":
-        kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
-    monkeypatch.setattr(pulled_message, "_KERNEL", kernel)
+    _use_kernel(implementation, monkeypatch, "aiorocketmq.common.pulled_message", _RECORD_KERNELS)
 
 
 def use_batch_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make batch puts encode in C ("c") or by the reference ("python")."""
-    from aiorocketmq.common import record_encoder
-
-    kernel = None
-    if implementation == "c":
-        kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
-    monkeypatch.setattr(record_encoder, "_KERNEL", kernel)
+    _use_kernel(implementation, monkeypatch, "aiorocketmq.common.record_encoder", _RECORD_KERNELS)
 
 
 def use_index_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make ``IndexFile.put_hashes`` run in C ("c") or in numpy ("python")."""
-    from aiorocketmq.store import index_file
-
-    kernel = None
-    if implementation == "c":
-        kernel = kernel_or_skip("aiorocketmq.store._index_kernels")
-    monkeypatch.setattr(index_file, "_KERNEL", kernel)
+    _use_kernel(
+        implementation, monkeypatch, "aiorocketmq.store.index_file",
+        "aiorocketmq.store._index_kernels",
+    )  # fmt: skip
 
 
 def use_commit_log_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make a batch append frame and patch its records in C ("c") or in Python."""
-    from aiorocketmq.store import commit_log
-
-    kernel = None
-    if implementation == "c":
-        kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
-    monkeypatch.setattr(commit_log, "_KERNEL", kernel)
+    _use_kernel(implementation, monkeypatch, "aiorocketmq.store.commit_log", _RECORD_KERNELS)
 
 
 def use_dispatch_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the dispatcher build its requests in C ("c") or from scanned records."""
-    from aiorocketmq.store import dispatch_builder
-
-    kernel = None
-    if implementation == "c":
-        kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
-    monkeypatch.setattr(dispatch_builder, "_KERNEL", kernel)
+    _use_kernel(implementation, monkeypatch, "aiorocketmq.store.dispatch_builder", _RECORD_KERNELS)
