@@ -133,6 +133,13 @@ cdef inline _Layout _layout(int32_t sys_flag) noexcept:
     return l
 
 
+cdef inline int32_t _topic_len(const uint8_t* p, Py_ssize_t pos, int size) noexcept:
+    """TOPIC's length field at ``pos``: 1 byte (magic v1) or 2 (v2), signed as Java reads it."""
+    if size == 1:
+        return <signed char>p[pos]
+    return <int16_t>((p[pos] << 8) | p[pos + 1])
+
+
 cdef Py_ssize_t _record_size(const uint8_t* p, Py_ssize_t avail) noexcept:
     """TOTALSIZE of the sound record at ``p``, or -1 (see the module docstring)."""
     cdef int32_t total, body_len, topic_len, props_len
@@ -155,10 +162,7 @@ cdef Py_ssize_t _record_size(const uint8_t* p, Py_ssize_t avail) noexcept:
     if body_len < 0 or body_len > total - min_total:
         return -1
     topic_pos = l.body + body_len
-    if topic_len_size == 1:
-        topic_len = <signed char>p[topic_pos]
-    else:
-        topic_len = <int16_t>((p[topic_pos] << 8) | p[topic_pos + 1])
+    topic_len = _topic_len(p, topic_pos, topic_len_size)
     props_len_pos = topic_pos + topic_len_size + topic_len
     if topic_len < 0 or props_len_pos + 2 > total:
         return -1
@@ -232,10 +236,7 @@ cdef list _build(
         body_len = _i32(p + l.body - 4)
         topic_len_size = 1 if _u32(p + 4) == _MAGIC_V1 else 2
         topic_pos = l.body + body_len
-        if topic_len_size == 1:
-            topic_len = <signed char>p[topic_pos]
-        else:
-            topic_len = <int16_t>((p[topic_pos] << 8) | p[topic_pos + 1])
+        topic_len = _topic_len(p, topic_pos, topic_len_size)
         props_pos = topic_pos + topic_len_size + topic_len + 2
         msg = new(cls)
         if not _same(topic_raw, topic_raw_len, p + topic_pos + topic_len_size, topic_len):
@@ -507,10 +508,7 @@ def dispatch_requests(
             body_len = _i32(p + l.body - 4)
             topic_len_size = 1 if _u32(p + 4) == _MAGIC_V1 else 2
             topic_pos = l.body + body_len
-            if topic_len_size == 1:
-                topic_len = <signed char>p[topic_pos]
-            else:
-                topic_len = <int16_t>((p[topic_pos] << 8) | p[topic_pos + 1])
+            topic_len = _topic_len(p, topic_pos, topic_len_size)
             if topic_len == stop_len and memcmp(p + topic_pos + topic_len_size, <const char*>stop_topic, stop_len) == 0:
                 break
             if not _same(topic_raw, topic_raw_len, p + topic_pos + topic_len_size, topic_len):
