@@ -14,7 +14,8 @@ Flow control: when the transport's write buffer passes its high-water mark the
 connection stops reading (a peer that does not read our replies gets no more
 service) and requesters wait before writing; the same happens when more than
 ``max_in_flight`` requests of this connection are being processed, and while the
-requests of a read that outran its 1 ms budget wait for later loop iterations.
+requests of a read that outran its time budget (``_READ_BUDGET_S``) wait for later
+loop iterations.
 
 Zero-copy bodies. A command's ``body_parts`` (held CommitLog records) go to
 ``transport.writelines`` as they are, and the connection owns them from
@@ -99,8 +100,9 @@ _DRAIN_POLL_MAX_S = 0.05
 
 #: Time for the requests of one read (or of one backlog run) answered inline; the
 #: rest wait in the backlog for the next loop iteration, reading paused meanwhile.
-#: One read of pipelined batch sends holds several ms of work, and no callback may
-#: hold the loop much past 1 ms (the broker's loop-lag budget is 2 ms).
+#: One read of pipelined batch sends holds several ms of work, and one loop iteration
+#: runs several such callbacks (reads, backlogs, dispatch steps) against the broker's
+#: 2 ms loop-lag budget.
 _READ_BUDGET_S = 0.0005
 
 #: Reply extField by which an aiorocketmq server tells our client, once per

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 _TAGS_CACHE_MAX: Final = 4096  # distinct TAGS values remembered; a topic has few
 #: Records the kernel builds per call. The dispatcher checks its time budget every 32
 #: requests and may stop a step mid-run (the rest is built again next step), so a run
-#: stays small: little waste, and far under a chunk's 1 ms.
+#: stays small: little waste, and far under a step's time budget.
 _KERNEL_RUN: Final = 64
 _SCHEDULE_TOPIC_RAW: Final = RMQ_SYS_SCHEDULE_TOPIC.encode()
 

@@ -155,12 +155,14 @@ class MessageGetter:
                 result = GetMessageResult(_S.OFFSET_FOUND_NULL, next_offset)
             else:
                 with units:
-                    fast = None if record_filter is not None else scan_units(
+                    vectorised = None if record_filter is not None else scan_units(
                         units, max_msgs, tag_codes, self._commit_log,
                         memory_threshold=self.memory_threshold,
                         memory_limits=self._memory_limits, disk_limits=self._disk_limits,
                     )  # fmt: skip
-                    result = fast or self._scan(units, max_msgs, tag_codes, record_filter)
+                    if vectorised is None:  # a CommitLog filter, or beyond one readable file
+                        vectorised = self._scan(units, max_msgs, tag_codes, record_filter)
+                    result = vectorised
         result.min_offset, result.max_offset = min_offset, max_offset
         return self._count(result)
 
