@@ -40,7 +40,7 @@ from aiorocketmq.store.commit_log import CommitLog
 from aiorocketmq.store.config import BrokerRole, MessageStoreConfig
 from aiorocketmq.store.consume_queue import UnitSlice, tags_match
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
-from aiorocketmq.store.get_runs import scan_units
+from aiorocketmq.store.get_runs import WORTH_UNITS, scan_units
 from aiorocketmq.store.index_service import IndexService
 from aiorocketmq.store.mapped_file import SelectedBuffer
 from aiorocketmq.store.results import GetMessageResult, GetMessageStatus, QueryMessageResult
@@ -155,16 +155,30 @@ class MessageGetter:
                 result = GetMessageResult(_S.OFFSET_FOUND_NULL, next_offset)
             else:
                 with units:
-                    vectorised = None if record_filter is not None else scan_units(
-                        units, max_msgs, tag_codes, self._commit_log,
-                        memory_threshold=self.memory_threshold,
-                        memory_limits=self._memory_limits, disk_limits=self._disk_limits,
-                    )  # fmt: skip
-                    if vectorised is None:  # a CommitLog filter, or beyond one readable file
-                        vectorised = self._scan(units, max_msgs, tag_codes, record_filter)
-                    result = vectorised
+                    result = self._scan_units(units, max_msgs, tag_codes, record_filter)
         result.min_offset, result.max_offset = min_offset, max_offset
         return self._count(result)
+
+    def _scan_units(
+        self,
+        units: UnitSlice,
+        max_msgs: int,
+        tag_codes: Collection[int] | None,
+        record_filter: RecordFilter | None,
+    ) -> GetMessageResult:
+        """The vectorised scan when it pays (``get_runs.WORTH_UNITS``), else the per-unit one."""
+        if record_filter is None:
+            most = max(self._memory_limits[1], self._disk_limits[1])
+            visits = len(units) if tag_codes else min(len(units), max_msgs, most)
+            if visits >= WORTH_UNITS:
+                vectorised = scan_units(
+                    units, max_msgs, tag_codes, self._commit_log,
+                    memory_threshold=self.memory_threshold,
+                    memory_limits=self._memory_limits, disk_limits=self._disk_limits,
+                )  # fmt: skip
+                if vectorised is not None:  # else: beyond one readable file
+                    return vectorised
+        return self._scan(units, max_msgs, tag_codes, record_filter)
 
     def _scan(
         self,

@@ -1,12 +1,12 @@
 """A pull's scan over its ConsumeQueue units as arrays, and one hold for its records.
 
-Owns: ``scan_units``, the vectorised twin of ``MessageGetter``'s per-unit scan for
-pulls without a CommitLog-level filter (the usual pull). Over the unit slice at once
-(numpy): the tag mask, RocketMQ's ``isTheBatchFull`` cut (``count >= maxMsgNums``, or
-the in-memory / on-disk byte and count limits, each unit judged by how far behind the
-CommitLog end it is, checked before the unit's own tag test), then one held slice of
-the CommitLog from the first chosen record to the end of the last, the records views
-into it (``GetMessageResult.add_run``).
+Owns: ``scan_units``, the vectorised twin of ``MessageGetter``'s per-unit scan, for
+pulls without a CommitLog-level filter that may visit ``WORTH_UNITS`` units or more.
+Over the unit slice at once (numpy): the tag mask, RocketMQ's ``isTheBatchFull`` cut
+(``count >= maxMsgNums``, or the in-memory / on-disk byte and count limits, each unit
+judged by how far behind the CommitLog end it is, checked before the unit's own tag
+test), then one held slice of the CommitLog from the first chosen record to the end of
+the last, the records views into it (``GetMessageResult.add_run``).
 
 Must not: answer differently from the per-unit scan. Whenever the chosen records are
 not all readable in one CommitLog file (a file expired or not yet written that far,
@@ -17,7 +17,7 @@ MESSAGE_WAS_REMOVING and skip-the-file rules, takes the pull.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -25,7 +25,12 @@ from aiorocketmq.store.commit_log import CommitLog
 from aiorocketmq.store.consume_queue import UnitSlice, tags_match
 from aiorocketmq.store.results import GetMessageResult, GetMessageStatus
 
-__all__ = ["scan_units"]
+__all__ = ["WORTH_UNITS", "scan_units"]
+
+WORTH_UNITS: Final = 24
+"""Units a pull must be able to visit before the vectorised scan pays: its numpy steps
+cost about 18 µs whatever the pull's size, the per-unit scan about 0.9 µs a unit (a
+pull of the one new message a long poll woke for: 2.6 µs per unit, 18.8 µs in numpy)."""
 
 _S = GetMessageStatus
 

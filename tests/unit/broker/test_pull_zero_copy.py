@@ -205,7 +205,7 @@ async def test_tag_filter_gaps_make_separate_views(tmp_path: Path) -> None:
         for i in range(6):
             await put_ok(h.ctx.store, inner(b"m%d" % i, TAGS="a" if i % 3 else "b"))
         await dispatched(h.ctx.store)
-        for record_filter in (None, _everything):  # the vectorised scan, the per-record one
+        for record_filter in (None, _everything):  # without and with a CommitLog filter
             result = h.ctx.store.get_message(
                 GROUP, TOPIC, 0, 0, 32, tag_codes=frozenset({ord("a")}), record_filter=record_filter
             )

@@ -122,3 +122,26 @@ def test_a_byte_limit_met_exactly_takes_the_record_that_meets_it(
     assert fast is not None
     assert _view(fast) == _view(slow)
     assert fast.message_count == (2 if extra < 0 else 3)
+
+
+def test_tag_gaps_make_one_wire_view_per_back_to_back_run(filled: MessageStore) -> None:
+    """One held slice; its wire views skip the records the tags left out, and join to
+    exactly the chosen records."""
+    queue = filled.cq_table.get(TOPIC, 0)
+    assert queue is not None
+    units = queue.get_units(0, 800)
+    assert units is not None
+    code = tags_code("a")
+    with units:
+        chosen = [i for i, tags in enumerate(units.units["tags"].tolist()) if tags == code]
+        result = scan_units(
+            units, 40, frozenset({code}), filled.commit_log, memory_threshold=1 << 40,
+            memory_limits=(1 << 30, 40), disk_limits=(1 << 30, 40),
+        )  # fmt: skip
+    assert result is not None
+    with result:
+        taken = chosen[:40]
+        runs = sum(1 for j, i in enumerate(taken) if j == 0 or taken[j - 1] != i - 1)
+        views = result.wire_views()
+        assert len(result.buffers) == 1 and len(views) == runs > 1
+        assert b"".join(views) == result.body() and result.message_queue_offsets == taken
