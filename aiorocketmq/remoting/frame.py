@@ -41,6 +41,7 @@ import msgpack
 
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
 from aiorocketmq.common.kernels import load_kernel
+from aiorocketmq.remoting.body_pool import BodyPool
 from aiorocketmq.remoting.codes import LanguageCode, SerializeType
 from aiorocketmq.remoting.command import Body, BodyParts, RemotingCommand
 
@@ -437,11 +438,13 @@ class _LargeFrame:
     The body is a ``bytearray`` of exactly the body's size, handed over as the
     command's body without a further copy (a 2 MiB pull reply was copied twice
     before: appended read by read to the stream buffer, then sliced out as bytes).
+    It comes from the connection's ``BodyPool``, which reuses one once nothing
+    references it.
     """
 
     __slots__ = ("_body", "_body_fill", "_head", "_head_fill", "_serialize_type")
 
-    def __init__(self, length: int, info: int) -> None:
+    def __init__(self, length: int, info: int, pool: BodyPool) -> None:
         serialize_type, header_len = info >> 24, info & MAX_HEADER_LENGTH
         if 4 + header_len > length:
             raise RemoteProtocolError(f"header length {header_len} exceeds frame length {length}")
@@ -449,7 +452,7 @@ class _LargeFrame:
             raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
         self._serialize_type = serialize_type
         self._head = bytearray(header_len)
-        self._body = bytearray(length - 4 - header_len)
+        self._body = pool.take(length - 4 - header_len)
         self._head_fill = self._body_fill = 0
 
     def fill(self, data: memoryview) -> int:
@@ -486,7 +489,7 @@ class FrameDecoder:
             soon as the 4 length bytes arrive, so a hostile length never makes us buffer.
     """
 
-    __slots__ = ("_buf", "_error", "_large", "_large_received", "_max")
+    __slots__ = ("_buf", "_error", "_large", "_large_received", "_max", "_pool")
 
     def __init__(self, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
         self._buf = bytearray()
@@ -494,6 +497,7 @@ class FrameDecoder:
         self._error: RemoteProtocolError | None = None
         self._large: _LargeFrame | None = None
         self._large_received = 0
+        self._pool = BodyPool()
 
     @property
     def buffered(self) -> int:
@@ -546,7 +550,7 @@ class FrameDecoder:
         length, info = _PREFIX.unpack_from(self._buf, 0)
         if length < LARGE_FRAME or length + 4 > self._max:
             return  # small, or refused by _split on the next feed
-        large = _LargeFrame(length, info)
+        large = _LargeFrame(length, info, self._pool)
         rest = memoryview(self._buf)[8:]
         try:
             self._large_received = 8 + large.fill(rest)
