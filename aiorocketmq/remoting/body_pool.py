@@ -1,7 +1,11 @@
 """BodyPool: the buffers large frame bodies are received into, used again once free.
 
 Owns: handing ``FrameDecoder`` a ``bytearray`` of exactly a large body's size, reusing
-one it handed out before when nothing references that one any more.
+one it handed out before when nothing references that one any more. There is one pool
+per thread (``thread_body_pool``), shared by every connection of that thread's event
+loop, so a broker with thousands of producers keeps ``MAX_KEPT_BYTES`` in all, not per
+connection; and no two threads ever look at the same buffer (the free test and the
+reuse are not atomic).
 
 Why: a pull reply of 1,000 messages is a ~1 MiB body. A fresh ``bytearray`` of that
 size is zero-filled, and glibc serves it from fresh pages: mmapped at first, then from
@@ -16,22 +20,24 @@ a buffer anything can still read is never handed out again; it is simply not reu
 until it is dropped. Resizing a free buffer within its allocation moves no bytes, and
 its contents need no clearing: the decoder fills every byte before anyone sees it.
 
-Must not: keep more than ``MAX_KEPT_BYTES`` per decoder, or pool bodies above
+Must not: keep more than ``MAX_KEPT_BYTES`` per thread, or pool bodies above
 ``MAX_POOLED_BODY`` (those get a fresh ``bytearray``, as before).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Final
 
-__all__ = ["MAX_KEPT_BYTES", "MAX_POOLED_BODY", "BodyPool"]
+__all__ = ["MAX_KEPT_BYTES", "MAX_POOLED_BODY", "BodyPool", "thread_body_pool"]
 
 MAX_POOLED_BODY: Final = 4 * 1024 * 1024
 """Largest body a kept buffer is used for (a bigger one is rare and allocated alone)."""
 
-MAX_KEPT_BYTES: Final = 8 * 1024 * 1024
-"""Most bytes one decoder keeps (one connection): two of the largest pooled bodies."""
+MAX_KEPT_BYTES: Final = 16 * 1024 * 1024
+"""Most bytes one pool keeps: a dozen 1 MiB pull replies in flight, or four of the
+largest pooled bodies."""
 
 
 def _refs(kept: list[bytearray], index: int) -> int:
@@ -44,7 +50,7 @@ _IDLE_REFS: Final = _refs([bytearray(1)], 0)
 
 
 class BodyPool:
-    """Receive buffers for one connection's large frames (not thread-safe)."""
+    """Receive buffers for large frames (not thread-safe: see ``thread_body_pool``)."""
 
     __slots__ = ("_kept",)
 
@@ -85,3 +91,15 @@ class BodyPool:
                 return bytearray(size)
             buf += bytes(size - have)
         return buf
+
+
+_LOCAL = threading.local()
+
+
+def thread_body_pool() -> BodyPool:
+    """The calling thread's pool (created on first use)."""
+    try:
+        pool: BodyPool = _LOCAL.pool
+    except AttributeError:
+        pool = _LOCAL.pool = BodyPool()
+    return pool

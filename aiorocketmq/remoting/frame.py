@@ -41,7 +41,7 @@ import msgpack
 
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
 from aiorocketmq.common.kernels import load_kernel
-from aiorocketmq.remoting.body_pool import BodyPool
+from aiorocketmq.remoting.body_pool import BodyPool, thread_body_pool
 from aiorocketmq.remoting.codes import LanguageCode, SerializeType
 from aiorocketmq.remoting.command import Body, BodyParts, RemotingCommand
 
@@ -438,7 +438,7 @@ class _LargeFrame:
     The body is a ``bytearray`` of exactly the body's size, handed over as the
     command's body without a further copy (a 2 MiB pull reply was copied twice
     before: appended read by read to the stream buffer, then sliced out as bytes).
-    It comes from the connection's ``BodyPool``, which reuses one once nothing
+    It comes from the thread's ``BodyPool``, which reuses one once nothing
     references it.
     """
 
@@ -489,7 +489,7 @@ class FrameDecoder:
             soon as the 4 length bytes arrive, so a hostile length never makes us buffer.
     """
 
-    __slots__ = ("_buf", "_error", "_large", "_large_received", "_max", "_pool")
+    __slots__ = ("_buf", "_error", "_large", "_large_received", "_max")
 
     def __init__(self, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
         self._buf = bytearray()
@@ -497,7 +497,6 @@ class FrameDecoder:
         self._error: RemoteProtocolError | None = None
         self._large: _LargeFrame | None = None
         self._large_received = 0
-        self._pool = BodyPool()
 
     @property
     def buffered(self) -> int:
@@ -550,7 +549,7 @@ class FrameDecoder:
         length, info = _PREFIX.unpack_from(self._buf, 0)
         if length < LARGE_FRAME or length + 4 > self._max:
             return  # small, or refused by _split on the next feed
-        large = _LargeFrame(length, info, self._pool)
+        large = _LargeFrame(length, info, thread_body_pool())
         rest = memoryview(self._buf)[8:]
         try:
             self._large_received = 8 + large.fill(rest)

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
-from aiorocketmq.remoting.body_pool import MAX_KEPT_BYTES, MAX_POOLED_BODY, BodyPool
+from aiorocketmq.remoting.body_pool import (
+    MAX_KEPT_BYTES,
+    MAX_POOLED_BODY,
+    BodyPool,
+    thread_body_pool,
+)
 from aiorocketmq.remoting.codes import RequestCode
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.frame import LARGE_FRAME, FrameDecoder, encode_frame
@@ -60,17 +68,36 @@ def test_kept_bytes_stay_within_the_bound() -> None:
 
 def test_growing_past_the_bound_lets_the_buffer_go() -> None:
     pool = BodyPool()
-    held = [pool.take(MAX_POOLED_BODY), pool.take(MAX_POOLED_BODY // 2)]
+    held = []
+    while pool.kept_bytes + MAX_POOLED_BODY + 1 <= MAX_KEPT_BYTES:
+        held.append(pool.take(MAX_POOLED_BODY))  # less room than one big body is left
     small = pool.take(1_000)
-    small_id = id(small)
-    assert pool.kept == 3
+    kept = pool.kept
     del small
-    grown = pool.take(MAX_POOLED_BODY)  # 4 + 2 + 4 MiB would pass the 8 MiB bound
+    grown = pool.take(MAX_POOLED_BODY)  # would pass the bound if it grew in the pool
     assert len(grown) == MAX_POOLED_BODY
-    assert id(grown) != small_id
-    assert pool.kept == 2
+    assert pool.kept == kept - 1  # the small one was let go, the big one not kept
     assert pool.kept_bytes <= MAX_KEPT_BYTES
     del held
+
+
+def _in_new_thread(fn: Callable[[], object]) -> object:
+    """Run ``fn`` in a thread of its own: a pool no earlier test has touched."""
+    out: list[object] = []
+    thread = threading.Thread(target=lambda: out.append(fn()))
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert out, "the thread failed (see its traceback above)"
+    return out[0]
+
+
+def test_each_thread_has_its_own_pool() -> None:
+    mine = thread_body_pool()
+    assert thread_body_pool() is mine
+    theirs = _in_new_thread(thread_body_pool)
+    assert isinstance(theirs, BodyPool)
+    assert theirs is not mine
 
 
 def _frame(body: bytes) -> bytes:
@@ -79,6 +106,10 @@ def _frame(body: bytes) -> bytes:
 
 
 def test_decoder_reuses_a_body_only_after_it_is_dropped() -> None:
+    assert _in_new_thread(_decode_three_bodies) is True
+
+
+def _decode_three_bodies() -> bool:
     decoder = FrameDecoder()
     one, two = bytes([1]) * (2 * LARGE_FRAME), bytes([2]) * (2 * LARGE_FRAME + 7)
     frame_one, frame_two = _frame(one), _frame(two)
@@ -90,7 +121,7 @@ def test_decoder_reuses_a_body_only_after_it_is_dropped() -> None:
         return cmd
 
     first = receive(frame_one)
-    view = memoryview(first.body)[10:20]  # type: ignore[arg-type]
+    view = memoryview(first.body)[10:20]
     body_id = id(first.body)
     del first
     second = receive(frame_two)
@@ -102,3 +133,4 @@ def test_decoder_reuses_a_body_only_after_it_is_dropped() -> None:
     third = receive(frame_one)
     assert id(third.body) == body_id
     assert third.body == one
+    return True
