@@ -69,10 +69,12 @@ _SEND_V2_NAMES: dict[str, str] = {
     "batch": "m",
     "brokerName": "n",
 }
+_SEND_LONG_NAMES: Final = {name: name for name in _SEND_V2_NAMES}
 
 
-#: The booleans every client writes; other spellings go through ``ext_bool``.
-_BOOL_TEXT: Final = {"false": False, "true": True}
+#: The booleans clients write (the C++ 1.2.x client: "1"/"0"), read as ``ext_bool``
+#: does; other spellings go through it.
+_BOOL_TEXT: Final = {"false": False, "true": True, "0": False, "1": True}
 
 
 def _plain_int(text: str) -> bool:
@@ -101,33 +103,43 @@ class SendMessageRequestHeader:
 
     @classmethod
     def from_ext_fields(cls, f: Fields) -> SendMessageRequestHeader:
-        """Parse the long-name form; raises ``HeaderFieldError``."""
-        return cls._parse(f, {name: name for name in _SEND_V2_NAMES})
+        """Parse the long-name form (SEND_MESSAGE, as the stock C++ client sends it)."""
+        return cls._read(f, _SEND_LONG_NAMES)
 
     @classmethod
     def from_ext_fields_v2(cls, f: Fields) -> SendMessageRequestHeader:
         """Parse the one-letter form of SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE."""
+        return cls._read(f, _SEND_V2_NAMES)
+
+    @classmethod
+    def _read(cls, f: Fields, n: Mapping[str, str]) -> SendMessageRequestHeader:
         # Every single send of every client comes through here: read the usual header
-        # (plain digits, "true"/"false") directly; anything else takes the general
-        # path, which has Java's rules and error texts.
+        # (plain digits, "true"/"false", the C++ client's "1"/"0") directly; anything
+        # else takes the general path, which has Java's rules and error texts.
         try:
-            queue_nums, queue_id, sys_flag, born, flag = f["d"], f["e"], f["f"], f["g"], f["h"]
-            unit_mode, batch = _BOOL_TEXT[f.get("k", "false")], _BOOL_TEXT[f.get("m", "false")]
-            reconsume, max_reconsume = f.get("j", "0"), f.get("l", "0")
+            queue_nums, queue_id = f[n["defaultTopicQueueNums"]], f[n["queueId"]]
+            sys_flag, born, flag = f[n["sysFlag"]], f[n["bornTimestamp"]], f[n["flag"]]
+            unit_mode = _BOOL_TEXT[f.get(n["unitMode"], "false")]
+            batch = _BOOL_TEXT[f.get(n["batch"], "false")]
+            reconsume = f.get(n["reconsumeTimes"])
+            max_reconsume = f.get(n["maxReconsumeTimes"])
             if (
                 _plain_int(queue_nums) and _plain_int(queue_id) and _plain_int(sys_flag)
-                and _plain_int(flag) and _plain_int(reconsume) and _plain_int(max_reconsume)
+                and _plain_int(flag) and _plain_int("0" if reconsume is None else reconsume)
+                and _plain_int("0" if max_reconsume is None else max_reconsume)
                 and len(born) < 19 and born.isdigit() and born.isascii()
             ):  # fmt: skip
                 return cls(
-                    f["a"], f["b"], f["c"], int(queue_nums), int(queue_id), int(sys_flag),
-                    int(born), int(flag), f.get("i"),
-                    None if "j" not in f else int(reconsume), unit_mode, batch,
-                    None if "l" not in f else int(max_reconsume), f.get("n"),
+                    f[n["producerGroup"]], f[n["topic"]], f[n["defaultTopic"]],
+                    int(queue_nums), int(queue_id), int(sys_flag), int(born), int(flag),
+                    f.get(n["properties"]),
+                    None if reconsume is None else int(reconsume), unit_mode, batch,
+                    None if max_reconsume is None else int(max_reconsume),
+                    f.get(n["brokerName"]),
                 )  # fmt: skip
         except KeyError:
             pass  # a required field is missing or a boolean is unusual: say which, below
-        return cls._parse(f, _SEND_V2_NAMES)
+        return cls._parse(f, n)
 
     @classmethod
     def _parse(cls, f: Fields, n: Mapping[str, str]) -> SendMessageRequestHeader:

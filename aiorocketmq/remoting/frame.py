@@ -35,23 +35,32 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import msgpack
 
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
 from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.remoting.body_pool import BodyPool, thread_body_pool
-from aiorocketmq.remoting.codes import LanguageCode, SerializeType
+from aiorocketmq.remoting.codes import SerializeType
 from aiorocketmq.remoting.command import Body, BodyParts, RemotingCommand
+from aiorocketmq.remoting.header_values import (
+    INT16_MAX,
+    INT16_MIN,
+    INT32_MAX,
+    INT32_MIN,
+    HeaderFields,
+    as_int,
+    check_encodable,
+    language_of,
+    normalize_ext_fields,
+    normalize_ext_value,
+)
 
 #: Largest frame accepted or sent, length field included (``com.rocketmq.remoting.frameMaxLength``).
 DEFAULT_MAX_FRAME_LENGTH = 16 * 1024 * 1024
 #: The header length has 24 bits.
 MAX_HEADER_LENGTH = 0xFFFFFF
-
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-_INT16_MIN, _INT16_MAX = -(2**15), 2**15 - 1
 
 _PREFIX = struct.Struct(">iI")
 _LENGTH = struct.Struct(">i")
@@ -60,98 +69,7 @@ _BIN_FIXED = struct.Struct(">hbhii")
 _BIN_INT = struct.Struct(">i")
 _BIN_SHORT = struct.Struct(">h")
 
-#: code, opaque, flag, language, version, remark, ext_fields: RemotingCommand's field order.
-_Fields = tuple[int, int, int, LanguageCode, int, str | None, dict[str, str]]
 _SERIALIZE_TYPES = {st.value: st for st in SerializeType}
-
-_LANGUAGE_BY_NAME = {lang.name: lang for lang in LanguageCode}
-_LANGUAGE_BY_VALUE = {lang.value: lang for lang in LanguageCode}
-
-
-# --------------------------------------------------------------------------- values
-
-
-def normalize_ext_value(value: object) -> str | None:
-    """Turn one extFields value as a peer sent it into the string Java would see.
-
-    Stock clients send strings, numbers and booleans (``specs/remoting.md`` §2.6).
-    ``None`` means the field is absent. Nested JSON becomes its compact text.
-    """
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if value is None:
-        return None
-    if isinstance(value, float):
-        return repr(value)
-    try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        # A MSGPACK header can carry bin values, bin map keys and ext types, which
-        # have no JSON text; that is the peer's malformed frame, not our crash.
-        raise RemoteProtocolError(f"extFields value cannot be read as text: {exc}") from exc
-
-
-def _normalize_ext_fields(raw: object) -> dict[str, str]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise RemoteProtocolError("extFields is not an object")
-    # Nearly every header holds only strings (ours, and the stock clients' MSGPACK-free
-    # frames after JSON parsing): then the decoded dict is the answer, uncopied.
-    if all(type(k) is str and type(v) is str for k, v in raw.items()):
-        return raw
-    out: dict[str, str] = {}
-    for key, value in raw.items():
-        if not isinstance(key, str):
-            raise RemoteProtocolError("extFields key is not a string")
-        text = normalize_ext_value(value)
-        if text is not None:
-            out[key] = text
-    return out
-
-
-def _as_int(value: object, name: str, low: int = _INT32_MIN, high: int = _INT32_MAX) -> int:
-    # bool is an int subclass; a header with "code": true is malformed, not code 1.
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str):
-        # fastjson coerces numeric strings, so a lenient peer may send "10".
-        try:
-            number = int(value)
-        except ValueError:
-            raise RemoteProtocolError(f"header field {name} is not an integer: {value!r}") from None
-    else:
-        raise RemoteProtocolError(f"header field {name} is not an integer: {value!r}")
-    if not low <= number <= high:
-        raise RemoteProtocolError(f"header field {name} out of range: {number}")
-    return number
-
-
-def _language(value: object) -> LanguageCode:
-    # An unknown language is not worth dropping a connection for: newer clients add some.
-    if isinstance(value, str):
-        return _LANGUAGE_BY_NAME.get(value, LanguageCode.OTHER)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return _LANGUAGE_BY_VALUE.get(value, LanguageCode.OTHER)
-    if value is None:
-        return LanguageCode.JAVA
-    raise RemoteProtocolError(f"header field language is invalid: {value!r}")
-
-
-def _check_encodable(cmd: RemotingCommand, low: int, high: int) -> None:
-    for name, value in (("code", cmd.code), ("opaque", cmd.opaque), ("flag", cmd.flag)):
-        if not _INT32_MIN <= value <= _INT32_MAX:
-            raise LocalProtocolError(f"{name} {value} does not fit in an int32")
-    if not low <= cmd.code <= high or not low <= cmd.version <= high:
-        raise LocalProtocolError(f"code {cmd.code} or version {cmd.version} out of range")
-    for key, text in cmd.ext_fields.items():
-        # The dict is typed str -> str, but callers are Python: check what reaches the wire.
-        if type(text) is not str or type(key) is not str:
-            raise LocalProtocolError(f"extFields[{key!r}] must be str -> str, got {text!r}")
 
 
 # ----------------------------------------------------------------------------- JSON
@@ -164,12 +82,36 @@ def _reject_constant(name: str) -> object:
 # Built once: json.dumps/json.loads with keyword arguments build a new codec per call,
 # which costs as much as the encoding itself on the hot path. Both are stateless.
 _JSON_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+#: How ``_JSON_ENCODER`` writes a string (ensure_ascii=False): quoted, escaped.
+_JSON_QUOTE: Final[Callable[[str], str]] = json.encoder.encode_basestring
 _JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def encode_json_header(cmd: RemotingCommand) -> bytes:
-    """The JSON header as fastjson writes it: sorted keys, null fields left out."""
-    _check_encodable(cmd, _INT32_MIN, _INT32_MAX)
+    """The JSON header as fastjson writes it: sorted keys, null fields left out.
+
+    Written directly (a reply per stock-client request comes through here): the same
+    text as ``json_header_by_encoder``, the reference.
+    """
+    check_encodable(cmd, INT32_MIN, INT32_MAX)  # extFields are str -> str from here
+    quote = _JSON_QUOTE
+    fields = [f"{quote(key)}:{quote(value)}" for key, value in cmd.ext_fields.items()]
+    ext = f',"extFields":{{{",".join(fields)}}}' if fields else ""
+    remark = "" if cmd.remark is None else f',"remark":{quote(cmd.remark)}'
+    text = (
+        f'{{"code":{int(cmd.code)}{ext},"flag":{int(cmd.flag)},'
+        f'"language":{quote(cmd.language.name)},"opaque":{int(cmd.opaque)}{remark},'
+        f'"serializeTypeCurrentRPC":"JSON","version":{int(cmd.version)}}}'
+    )
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise LocalProtocolError(f"header text is not encodable as UTF-8: {exc}") from exc
+
+
+def json_header_by_encoder(cmd: RemotingCommand) -> bytes:
+    """``encode_json_header`` through ``json.JSONEncoder``: the reference."""
+    check_encodable(cmd, INT32_MIN, INT32_MAX)
     header: dict[str, Any] = {"code": cmd.code}
     if cmd.ext_fields:
         header["extFields"] = cmd.ext_fields
@@ -186,7 +128,7 @@ def encode_json_header(cmd: RemotingCommand) -> bytes:
         raise LocalProtocolError(f"header text is not encodable as UTF-8: {exc}") from exc
 
 
-def decode_json_header(data: Body) -> _Fields:
+def decode_json_header(data: Body) -> HeaderFields:
     """Parse a JSON header into ``RemotingCommand``'s leading fields, in order."""
     try:
         obj = _JSON_DECODER.decode(bytes(data).decode("utf-8"))
@@ -198,13 +140,13 @@ def decode_json_header(data: Body) -> _Fields:
     if remark is not None and not isinstance(remark, str):
         remark = normalize_ext_value(remark)
     return (
-        _as_int(obj.get("code"), "code"),
-        _as_int(obj.get("opaque", 0), "opaque"),
-        _as_int(obj.get("flag", 0), "flag"),
-        _language(obj.get("language")),
-        _as_int(obj.get("version", 0), "version"),
+        as_int(obj.get("code"), "code"),
+        as_int(obj.get("opaque", 0), "opaque"),
+        as_int(obj.get("flag", 0), "flag"),
+        language_of(obj.get("language")),
+        as_int(obj.get("version", 0), "version"),
         remark,
-        _normalize_ext_fields(obj.get("extFields")),
+        normalize_ext_fields(obj.get("extFields")),
     )
 
 
@@ -213,7 +155,7 @@ def decode_json_header(data: Body) -> _Fields:
 
 def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
     """The binary header of ``RocketMQSerializable`` (code and version are shorts)."""
-    _check_encodable(cmd, _INT16_MIN, _INT16_MAX)
+    check_encodable(cmd, INT16_MIN, INT16_MAX)
     try:
         parts = [_BIN_FIXED.pack(cmd.code, cmd.language.value, cmd.version, cmd.opaque, cmd.flag)]
         remark = cmd.remark.encode("utf-8") if cmd.remark else b""
@@ -236,7 +178,7 @@ def _take(data: memoryview, pos: int, size: int, what: str) -> int:
     return end
 
 
-def decode_rocketmq_header(data: Body) -> _Fields:
+def decode_rocketmq_header(data: Body) -> HeaderFields:
     """Parse a ROCKETMQ binary header; every length is bounds-checked."""
     view = memoryview(data)
     pos = _take(view, 0, _BIN_FIXED.size, "fixed part")
@@ -252,7 +194,7 @@ def decode_rocketmq_header(data: Body) -> _Fields:
         raise RemoteProtocolError(f"bad ROCKETMQ header: {exc}") from exc
     if pos != len(view):
         raise RemoteProtocolError("ROCKETMQ header has trailing bytes")
-    return code, opaque, flag, _language(language), version, remark, ext_fields
+    return code, opaque, flag, language_of(language), version, remark, ext_fields
 
 
 def _decode_bin_map(view: memoryview) -> dict[str, str]:
@@ -273,7 +215,7 @@ def _decode_bin_map(view: memoryview) -> dict[str, str]:
 
 def encode_msgpack_header(cmd: RemotingCommand) -> bytes:
     """The MSGPACK header: one array, strings as msgpack str."""
-    _check_encodable(cmd, _INT32_MIN, _INT32_MAX)
+    check_encodable(cmd, INT32_MIN, INT32_MAX)
     try:
         packed: bytes = msgpack.packb(
             (
@@ -292,17 +234,17 @@ def encode_msgpack_header(cmd: RemotingCommand) -> bytes:
     return packed
 
 
-def decode_msgpack_header(data: Body) -> _Fields:
+def decode_msgpack_header(data: Body) -> HeaderFields:
     """Parse a MSGPACK header; anything but the 7-item array is a protocol error."""
     if _KERNEL is not None:
         fields = _KERNEL.decode_msgpack_header(data)
         if fields is not None:  # the usual shape; anything else is answered below
             code, opaque, flag, language, version, remark, ext = fields
-            return code, opaque, flag, _language(language), version, remark, ext
+            return code, opaque, flag, language_of(language), version, remark, ext
     return py_decode_msgpack_header(data)
 
 
-def py_decode_msgpack_header(data: Body) -> _Fields:
+def py_decode_msgpack_header(data: Body) -> HeaderFields:
     """``decode_msgpack_header`` in Python: the reference, and every unusual header."""
     try:
         obj = msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True)
@@ -314,13 +256,13 @@ def py_decode_msgpack_header(data: Body) -> _Fields:
     if remark is not None and not isinstance(remark, str):
         raise RemoteProtocolError("MSGPACK remark is not a string")
     return (
-        _as_int(code, "code"),
-        _as_int(opaque, "opaque"),
-        _as_int(flag, "flag"),
-        _language(language),
-        _as_int(version, "version"),
+        as_int(code, "code"),
+        as_int(opaque, "opaque"),
+        as_int(flag, "flag"),
+        language_of(language),
+        as_int(version, "version"),
         remark,
-        _normalize_ext_fields(ext),
+        normalize_ext_fields(ext),
     )
 
 
@@ -332,7 +274,7 @@ _ENCODERS: dict[int, Callable[[RemotingCommand], bytes]] = {
 #: The MSGPACK kernels (``_frame_kernels.pyx``) when built and not turned off.
 _KERNEL = load_kernel("aiorocketmq.remoting._frame_kernels")
 
-_DECODERS: dict[int, Callable[[Body], _Fields]] = {
+_DECODERS: dict[int, Callable[[Body], HeaderFields]] = {
     SerializeType.JSON: decode_json_header,
     SerializeType.ROCKETMQ: decode_rocketmq_header,
     SerializeType.MSGPACK: decode_msgpack_header,
@@ -420,7 +362,7 @@ def decode_frame_payload(data: Body) -> RemotingCommand:
     )
 
 
-def _command(serialize_type: int, fields: _Fields, body: Body) -> RemotingCommand:
+def _command(serialize_type: int, fields: HeaderFields, body: Body) -> RemotingCommand:
     code, opaque, flag, language, version, remark, ext = fields
     return RemotingCommand(
         code, opaque, flag, language, version, remark, ext, body, _SERIALIZE_TYPES[serialize_type]

@@ -17,6 +17,7 @@ from aiorocketmq.remoting.broker_admin_headers import (
     ViewMessageRequestHeader,
 )
 from aiorocketmq.remoting.broker_headers import (
+    _SEND_LONG_NAMES,
     _SEND_V2_NAMES,
     ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
@@ -242,16 +243,27 @@ def _v2_fields(draw: st.DrawFn) -> dict[str, str]:
     return fields
 
 
+_LONG_NAME_OF: dict[str, str] = {short: long for long, short in _SEND_V2_NAMES.items()}
+
+
 def _assert_v2_paths_agree(fields: dict[str, str]) -> None:
-    try:
-        expected: object = SendMessageRequestHeader._parse(fields, _SEND_V2_NAMES)
-    except HeaderFieldError as exc:
-        expected = str(exc)
-    try:
-        got: object = SendMessageRequestHeader.from_ext_fields_v2(fields)
-    except HeaderFieldError as exc:
-        got = str(exc)
-    assert got == expected
+    """The direct path equals the general one, for the one-letter form and for the same
+    header under long names (SEND_MESSAGE, as the stock C++ client sends it)."""
+    long_fields = {_LONG_NAME_OF.get(key, key): value for key, value in fields.items()}
+    cases = [
+        (fields, _SEND_V2_NAMES, SendMessageRequestHeader.from_ext_fields_v2),
+        (long_fields, _SEND_LONG_NAMES, SendMessageRequestHeader.from_ext_fields),
+    ]
+    for form, names, direct in cases:
+        try:
+            expected: object = SendMessageRequestHeader._parse(form, names)
+        except HeaderFieldError as exc:
+            expected = str(exc)
+        try:
+            got: object = direct(form)
+        except HeaderFieldError as exc:
+            got = str(exc)
+        assert got == expected
 
 
 @given(usual=_V2_USUAL, odd=_v2_fields())

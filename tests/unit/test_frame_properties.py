@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
-from aiorocketmq.remoting.codes import LanguageCode, SerializeType
+from aiorocketmq.remoting.codes import LanguageCode, RequestCode, SerializeType
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.frame import (
     DEFAULT_MAX_FRAME_LENGTH,
@@ -35,6 +35,7 @@ from aiorocketmq.remoting.frame import (
     decode_frame_payload,
     encode_frame,
     encode_json_header,
+    json_header_by_encoder,
 )
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
@@ -154,6 +155,41 @@ def test_json_header_is_fastjson_shaped(cmd: RemotingCommand) -> None:
     assert obj["language"] == cmd.language.name
     assert obj["serializeTypeCurrentRPC"] == "JSON"
     assert all(isinstance(v, str) for v in obj.get("extFields", {}).values())
+
+
+@given(cmd=commands(SerializeType.JSON), enum_code=st.booleans())
+def test_json_header_written_directly_equals_the_encoders(
+    cmd: RemotingCommand, enum_code: bool
+) -> None:
+    """The direct writer is byte for byte ``json.JSONEncoder``'s text (the reference),
+    including escapes, non-ASCII text and an IntEnum code."""
+    if enum_code:
+        cmd.code = RequestCode.SEND_MESSAGE
+    try:
+        expected: bytes | str = json_header_by_encoder(cmd)
+    except LocalProtocolError as exc:
+        expected = str(exc)
+    try:
+        got: bytes | str = encode_json_header(cmd)
+    except LocalProtocolError as exc:
+        got = str(exc)
+    assert got == expected
+
+
+@pytest.mark.parametrize("where", ["key", "value", "remark"])
+def test_json_header_written_directly_refuses_lone_surrogates_alike(where: str) -> None:
+    bad = "a\ud800b"
+    cmd = RemotingCommand.request(
+        RequestCode.SEND_MESSAGE,
+        {bad: "v"} if where == "key" else {"k": bad if where == "value" else "v"},
+    )
+    if where == "remark":
+        cmd.remark = bad
+    with pytest.raises(LocalProtocolError) as direct:
+        encode_json_header(cmd)
+    with pytest.raises(LocalProtocolError) as reference:
+        json_header_by_encoder(cmd)
+    assert str(direct.value) == str(reference.value)
 
 
 @SLOW
