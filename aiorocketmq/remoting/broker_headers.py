@@ -198,6 +198,18 @@ class SendMessageResponseHeader:
     msg_region: str | None = None
     trace_on: bool | None = None
 
+    @staticmethod
+    def stored_fields(msg_id: str, queue_id: int, queue_offset: int, region: str) -> dict[str, str]:
+        """``to_ext_fields`` of a stored message's reply (no transaction id, trace on),
+        built directly: every send's reply."""
+        return {
+            "msgId": msg_id,
+            "queueId": str(queue_id),
+            "queueOffset": str(queue_offset),
+            "MSG_REGION": region,
+            "TRACE_ON": "true",
+        }
+
     @classmethod
     def from_ext_fields(cls, f: Fields) -> SendMessageResponseHeader:
         """Parse; ``MSG_REGION`` and ``TRACE_ON`` are optional."""

@@ -347,3 +347,17 @@ def test_send_reply_direct_path_at_every_boundary() -> None:
         _assert_reply_paths_agree(usual | {"TRACE_ON": text})
     for key in usual:
         _assert_reply_paths_agree({k: v for k, v in usual.items() if k != key})
+
+
+@given(
+    msg_id=st.text(max_size=40),
+    queue_id=st.integers(0, 2**31 - 1),
+    queue_offset=st.integers(0, 2**63 - 1),
+    region=st.text(max_size=16),
+)
+def test_send_reply_stored_fields_equal_the_headers(
+    msg_id: str, queue_id: int, queue_offset: int, region: str
+) -> None:
+    header = SendMessageResponseHeader(msg_id, queue_id, queue_offset, None, region, True)
+    direct = SendMessageResponseHeader.stored_fields(msg_id, queue_id, queue_offset, region)
+    assert list(direct.items()) == list(header.to_ext_fields().items())  # order too

@@ -75,11 +75,20 @@ _TOPIC_SYS_FLAG_UNIT: Final = 0x1
 TOPIC_SYS_FLAG_UNIT_SUB: Final = 0x2
 _BATCH_TOPIC_MAX: Final = 127  # Byte.MAX_VALUE
 _REGION_FIELDS: Final = {"MSG_REGION": DEFAULT_REGION, "TRACE_ON": "true"}
+#: Entries of the per-processor memos (sendable topic names, peer addresses); a memo
+#: that fills up is emptied, so hostile names cannot grow it.
+_MEMO_MAX: Final = 4096
 
 
 def _refusal(request: RemotingCommand, exc: ProcessorError) -> RemotingCommand:
     # Java's preSend puts MSG_REGION and TRACE_ON on every reply after parsing.
     return request.response_to(exc.code, exc.remark, dict(_REGION_FIELDS))
+
+
+def _remember(memo: set[str], name: str) -> None:
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    memo.add(name)
 
 
 def _parse_host(address: str) -> tuple[str, int]:
@@ -115,6 +124,10 @@ class SendProcessor:
         self._ctx = ctx
         self._timer = timer
         self._random = random.Random()
+        # Names that passed the static checks (characters, length, not a system topic
+        # clients may not send to): the same answer every time, so asked once.
+        self._sendable_names: set[str] = set()
+        self._hosts: dict[str, tuple[str, int]] = {}
 
     def register(self, table: ProcessorTable) -> None:
         """Register SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE."""
@@ -189,6 +202,14 @@ class SendProcessor:
                 f"the batch holds more than maxBatchMessageNums {limit} messages",
             )
 
+    def _born_host(self, address: str) -> tuple[str, int]:
+        host = self._hosts.get(address)
+        if host is None:
+            if len(self._hosts) >= _MEMO_MAX:
+                self._hosts.clear()
+            host = self._hosts[address] = _parse_host(address)
+        return host
+
     def _random_queue_id(self, write_queue_nums: int) -> int:
         """Java's ``randomQueueId``: ``nextInt(99999999) % writeQueueNums``."""
         return self._random.randrange(99999999) % max(write_queue_nums, 1)
@@ -202,12 +223,14 @@ class SendProcessor:
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{ctx.config.broker_ip1}] sending message is forbidden",
             )
-        remark = validate_topic(topic)
-        if remark is not None:
-            raise ProcessorError(ResponseCode.SYSTEM_ERROR, remark)
-        remark = not_allowed_send_remark(topic)
-        if remark is not None:
-            raise ProcessorError(ResponseCode.NO_PERMISSION, remark)
+        if topic not in self._sendable_names:
+            remark = validate_topic(topic)
+            if remark is not None:
+                raise ProcessorError(ResponseCode.SYSTEM_ERROR, remark)
+            remark = not_allowed_send_remark(topic)
+            if remark is not None:
+                raise ProcessorError(ResponseCode.NO_PERMISSION, remark)
+            _remember(self._sendable_names, topic)
         config = ctx.topics.select_topic_config(topic) or self._auto_create(header, remote)
         valid = max(config.write_queue_nums, config.read_queue_nums)
         if header.queue_id >= valid:
@@ -287,7 +310,7 @@ class SendProcessor:
         msg.body = request.body
         msg.flag = header.flag
         msg.born_timestamp = header.born_timestamp
-        msg.born_host = _parse_host(conn.remote_address)
+        msg.born_host = self._born_host(conn.remote_address)
         msg.store_host = ctx.store_host
         msg.reconsume_times = header.reconsume_times or 0
         props[MessageConst.PROPERTY_CLUSTER] = ctx.config.broker_cluster_name
@@ -370,7 +393,7 @@ class SendProcessor:
             properties=props,
             sys_flag=sys_flag,
             born_timestamp=header.born_timestamp,
-            born_host=_parse_host(conn.remote_address),
+            born_host=self._born_host(conn.remote_address),
             store_host=ctx.store_host,
             reconsume_times=header.reconsume_times or 0,
         )
@@ -388,15 +411,9 @@ class SendProcessor:
             max_message_size=self._ctx.store_config.max_message_size,
             disk_util=disk_util,
         )
-        fields = dict(_REGION_FIELDS)
         if stored:
-            header = SendMessageResponseHeader(
-                msg_id=",".join(result.msg_ids),
-                queue_id=queue_id,
-                queue_offset=result.queue_offset,
-                msg_region=DEFAULT_REGION,
-                trace_on=True,
+            fields = SendMessageResponseHeader.stored_fields(
+                ",".join(result.msg_ids), queue_id, result.queue_offset, DEFAULT_REGION
             )
-            fields = header.to_ext_fields()
-            remark = None
-        return request.response_to(code, remark, fields)
+            return request.response_to(code, None, fields)
+        return request.response_to(code, remark, dict(_REGION_FIELDS))

@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from aiorocketmq.broker.processors import send as send_module
 from aiorocketmq.common.msg_id import decode_offset_msg_id
 from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
@@ -154,6 +157,28 @@ async def test_illegal_topic_and_forbidden_topic(tmp_path: Path) -> None:
         assert reply.code == ResponseCode.SYSTEM_ERROR
         reply = await h.invoke(send_request(topic="SCHEDULE_TOPIC_XXXX"))
         assert reply.code == ResponseCode.NO_PERMISSION
+
+
+async def test_topic_name_checks_hold_on_every_send(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The processor remembers names that passed the static checks, never refusals, and
+    empties its memos when full: every send of a bad name is refused, the memos stay
+    bounded, and good names are stored before and after a memo was emptied."""
+    monkeypatch.setattr(send_module, "_MEMO_MAX", 3)
+    async with send_harness(tmp_path) as h:
+        processor = h.table.get(RequestCode.SEND_MESSAGE).__self__  # type: ignore[union-attr]
+        assert isinstance(processor, send_module.SendProcessor)
+        for i in range(7):
+            bad = await h.invoke(send_request(topic="bad topic!"))
+            assert bad.code == ResponseCode.SYSTEM_ERROR
+            forbidden = await h.invoke(send_request(topic="SCHEDULE_TOPIC_XXXX"))
+            assert forbidden.code == ResponseCode.NO_PERMISSION
+            good = await h.invoke(send_request(topic=f"NewTopic{i}"))
+            assert good.code == ResponseCode.SUCCESS, good.remark
+            assert "bad topic!" not in processor._sendable_names
+            assert len(processor._sendable_names) <= 3
+            assert len(processor._hosts) <= 3
 
 
 async def test_oversize_body_is_illegal(tmp_path: Path) -> None:
