@@ -18,7 +18,7 @@ from aiorocketmq.common.properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARAT
 from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.store.inner_message import MessageExtBrokerInner
 
-__all__ = ["inner_from_stored", "join_properties"]
+__all__ = ["inner_from_stored", "join_properties", "sent_to_stored"]
 
 
 def join_properties(props: dict[str, str]) -> str:
@@ -29,6 +29,40 @@ def join_properties(props: dict[str, str]) -> str:
     instead of failing the put.
     """
     return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items())
+
+
+def sent_to_stored(text: str, props: dict[str, str], cluster: str) -> str:
+    """A sent message's stored properties: ``props`` (parsed from ``text``) gains
+    ``CLUSTER`` (in place), and the stored string drops ``WAIT`` (as Java's
+    ``asyncSendMessage``).
+
+    The string is ``join_properties`` of that map. When ``text`` is already its joined
+    form (every segment a pair, no name twice, at most a trailing separator, no
+    ``CLUSTER`` yet: what every client sends) it is edited instead: one segment cut,
+    one appended, no join.
+    """
+    sent = len(props)
+    fresh = MessageConst.PROPERTY_CLUSTER not in props
+    props[MessageConst.PROPERTY_CLUSTER] = cluster
+    trailing = text.endswith(PROPERTY_SEPARATOR)
+    # Each segment gives at most one pair, and a name seen twice one pair in all: as
+    # many pairs as segments means every segment is a pair with a name of its own.
+    if not fresh or not text or sent != text.count(PROPERTY_SEPARATOR) + (not trailing):
+        wait = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+        return join_properties({k: v for k, v in props.items() if k != wait})
+    base = text[:-1] if trailing else text
+    wait_value = props.get(MessageConst.PROPERTY_WAIT_STORE_MSG_OK)
+    if wait_value is not None:
+        segment = f"{MessageConst.PROPERTY_WAIT_STORE_MSG_OK}{NAME_VALUE_SEPARATOR}{wait_value}"
+        if base.startswith(segment) and base[len(segment) : len(segment) + 1] in (
+            "",
+            PROPERTY_SEPARATOR,
+        ):
+            base = base[len(segment) + 1 :]
+        else:  # the one segment named WAIT (values hold no separator): cut it out
+            base = base.replace(f"{PROPERTY_SEPARATOR}{segment}", "", 1)
+    cluster_pair = f"{MessageConst.PROPERTY_CLUSTER}{NAME_VALUE_SEPARATOR}{cluster}"
+    return f"{base}{PROPERTY_SEPARATOR}{cluster_pair}" if base else cluster_pair
 
 
 def inner_from_stored(

@@ -31,7 +31,7 @@ from typing import Final, Protocol
 
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.status_map import disk_util_text, put_response
-from aiorocketmq.broker.stored_copy import join_properties
+from aiorocketmq.broker.stored_copy import join_properties, sent_to_stored
 from aiorocketmq.broker.timed_message import TIMER_PROPERTIES
 from aiorocketmq.broker.transaction.half_service import put_half_message
 from aiorocketmq.common.batch_codec import count_batch_entries
@@ -313,9 +313,9 @@ class SendProcessor:
         msg.born_host = self._born_host(conn.remote_address)
         msg.store_host = ctx.store_host
         msg.reconsume_times = header.reconsume_times or 0
-        props[MessageConst.PROPERTY_CLUSTER] = ctx.config.broker_cluster_name
-        stored = {k: v for k, v in props.items() if k != MessageConst.PROPERTY_WAIT_STORE_MSG_OK}
-        msg.properties_string = join_properties(stored)
+        msg.properties_string = sent_to_stored(
+            header.properties or "", props, ctx.config.broker_cluster_name
+        )
         prepared = props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED, "")
         if prepared.lower() == "true":
             if ctx.config.reject_transaction_message:
@@ -326,19 +326,20 @@ class SendProcessor:
             real_queue_id = msg.queue_id  # the reply names it, not the half queue (as Java)
             return put_half_message(ctx.store, msg), real_queue_id
         queue_id = msg.queue_id  # a timed message's reply names its real queue (as Java)
-        timed = self._timed(msg, stored)
+        timed = self._timed(msg)
         if timed is not None:
             return timed, queue_id
         return ctx.store.put_message_nowait(msg), queue_id
 
-    def _timed(
-        self, msg: MessageExtBrokerInner, props: dict[str, str]
-    ) -> Awaitable[PutMessageResult] | None:
+    def _timed(self, msg: MessageExtBrokerInner) -> Awaitable[PutMessageResult] | None:
         """RocketMQ 5's ``handleScheduleMessage`` for a message that is not a half
         message: its put through the timer when it is due later, else None."""
         timer, cfg = self._timer, self._ctx.store_config
-        if timer is None or props.keys().isdisjoint(TIMER_PROPERTIES) or self._ctx.is_slave:
+        sent = msg.properties
+        if timer is None or sent.keys().isdisjoint(TIMER_PROPERTIES) or self._ctx.is_slave:
             return None  # (a slave's store refuses the put itself)
+        wait = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+        props = {k: v for k, v in sent.items() if k != wait}  # the stored ones
         if props.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL, "0") not in ("", "0"):
             for key in TIMER_PROPERTIES:  # a delay level wins; RocketMQ drops the rest
                 props.pop(key, None)
