@@ -77,11 +77,6 @@ _SEND_LONG_NAMES: Final = {name: name for name in _SEND_V2_NAMES}
 _BOOL_TEXT: Final = {"false": False, "true": True, "0": False, "1": True}
 
 
-def _plain_int(text: str) -> bool:
-    """Up to 9 ASCII digits: an int32 that needs none of Java's other checks."""
-    return len(text) < 10 and text.isdigit() and text.isascii()
-
-
 @dataclass(slots=True)
 class SendMessageRequestHeader:
     """SEND_MESSAGE (10), and SEND_MESSAGE_V2 (310) / SEND_BATCH_MESSAGE (320) via ``v2``."""
@@ -123,11 +118,15 @@ class SendMessageRequestHeader:
             batch = _BOOL_TEXT[f.get(n["batch"], "false")]
             reconsume = f.get(n["reconsumeTimes"])
             max_reconsume = f.get(n["maxReconsumeTimes"])
+            times = "0" if reconsume is None else reconsume
+            max_times = "0" if max_reconsume is None else max_reconsume
+            # 1-9 ASCII digits each (an int32 that needs none of Java's other checks;
+            # born: 1-18, a long), tested as one string.
+            digits = queue_nums + queue_id + sys_flag + flag + times + max_times + born
             if (
-                _plain_int(queue_nums) and _plain_int(queue_id) and _plain_int(sys_flag)
-                and _plain_int(flag) and _plain_int("0" if reconsume is None else reconsume)
-                and _plain_int("0" if max_reconsume is None else max_reconsume)
-                and len(born) < 19 and born.isdigit() and born.isascii()
+                0 < len(queue_nums) < 10 and 0 < len(queue_id) < 10 and 0 < len(sys_flag) < 10
+                and 0 < len(flag) < 10 and 0 < len(times) < 10 and 0 < len(max_times) < 10
+                and 0 < len(born) < 19 and digits.isdigit() and digits.isascii()
             ):  # fmt: skip
                 return cls(
                     f[n["producerGroup"]], f[n["topic"]], f[n["defaultTopic"]],
