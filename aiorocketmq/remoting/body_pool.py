@@ -30,7 +30,7 @@ import sys
 import threading
 from typing import Final
 
-__all__ = ["MAX_KEPT_BYTES", "MAX_POOLED_BODY", "BodyPool", "thread_body_pool"]
+__all__ = ["MAX_KEPT_BYTES", "MAX_POOLED_BODY", "REUSE", "BodyPool", "thread_body_pool"]
 
 MAX_POOLED_BODY: Final = 4 * 1024 * 1024
 """Largest body a kept buffer is used for (a bigger one is rare and allocated alone)."""
@@ -44,9 +44,19 @@ def _refs(kept: list[bytearray], index: int) -> int:
     return sys.getrefcount(kept[index])
 
 
+def _can_reuse() -> bool:
+    # The free test reads a reference count: only where the GIL makes that count exact
+    # between bytecodes (CPython with its GIL). Elsewhere every body is a fresh one.
+    gil = getattr(sys, "_is_gil_enabled", None)
+    return hasattr(sys, "getrefcount") and (gil is None or bool(gil()))
+
+
+REUSE: Final = _can_reuse()
+"""Whether pools reuse buffers at all on this interpreter."""
+
 # What _refs reports for a buffer only the list holds, measured rather than assumed
 # (the count includes the call's own temporary reference, which varies by version).
-_IDLE_REFS: Final = _refs([bytearray(1)], 0)
+_IDLE_REFS: Final = _refs([bytearray(1)], 0) if REUSE else 0
 
 
 class BodyPool:
@@ -69,7 +79,7 @@ class BodyPool:
 
     def take(self, size: int) -> bytearray:
         """A ``bytearray`` of exactly ``size`` bytes, of unspecified contents."""
-        if size > MAX_POOLED_BODY:
+        if size > MAX_POOLED_BODY or not REUSE:
             return bytearray(size)
         kept = self._kept
         for index in range(len(kept)):

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from aiorocketmq.remoting import body_pool
 from aiorocketmq.remoting.body_pool import (
     MAX_KEPT_BYTES,
     MAX_POOLED_BODY,
@@ -49,6 +50,18 @@ def test_a_buffer_anything_still_reads_is_not_handed_out(holder: str) -> None:
     other[:5] = b"other"
     assert bytes(memoryview(held))[:5] == b"first"  # type: ignore[arg-type]
     assert pool.kept == 2
+
+
+def test_reuse_is_on_here_and_off_turns_the_pool_into_plain_allocation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert body_pool.REUSE  # CPython with its GIL: the interpreter the suite runs on
+    monkeypatch.setattr(body_pool, "REUSE", False)
+    pool = BodyPool()
+    first = pool.take(100_000)
+    del first
+    assert len(pool.take(100_000)) == 100_000
+    assert pool.kept == 0
 
 
 def test_bodies_above_the_pooled_size_are_never_kept() -> None:
