@@ -41,7 +41,7 @@ import msgpack
 
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
 from aiorocketmq.common.kernels import load_kernel
-from aiorocketmq.remoting.body_pool import BodyPool, thread_body_pool
+from aiorocketmq.remoting.body_pool import thread_body_pool
 from aiorocketmq.remoting.codes import SerializeType
 from aiorocketmq.remoting.command import Body, BodyParts, RemotingCommand
 from aiorocketmq.remoting.header_values import (
@@ -386,7 +386,7 @@ class _LargeFrame:
 
     __slots__ = ("_body", "_body_fill", "_head", "_head_fill", "_serialize_type")
 
-    def __init__(self, length: int, info: int, pool: BodyPool) -> None:
+    def __init__(self, length: int, info: int) -> None:
         serialize_type, header_len = info >> 24, info & MAX_HEADER_LENGTH
         if 4 + header_len > length:
             raise RemoteProtocolError(f"header length {header_len} exceeds frame length {length}")
@@ -394,7 +394,7 @@ class _LargeFrame:
             raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
         self._serialize_type = serialize_type
         self._head = bytearray(header_len)
-        self._body = pool.take(length - 4 - header_len)
+        self._body = thread_body_pool().take(length - 4 - header_len)
         self._head_fill = self._body_fill = 0
 
     def fill(self, data: memoryview) -> int:
@@ -491,7 +491,7 @@ class FrameDecoder:
         length, info = _PREFIX.unpack_from(self._buf, 0)
         if length < LARGE_FRAME or length + 4 > self._max:
             return  # small, or refused by _split on the next feed
-        large = _LargeFrame(length, info, thread_body_pool())
+        large = _LargeFrame(length, info)
         rest = memoryview(self._buf)[8:]
         try:
             self._large_received = 8 + large.fill(rest)
