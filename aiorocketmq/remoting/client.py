@@ -23,11 +23,12 @@ from aiorocketmq.remoting.acl_sign import SessionCredentials, sign_request
 from aiorocketmq.remoting.codes import SerializeType
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.config import RemotingClientConfig
-from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection, acquire_slot
+from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection
 from aiorocketmq.remoting.errors import (
     RemotingConnectError,
     RemotingSendRequestError,
 )
+from aiorocketmq.remoting.in_flight import acquire_slot
 from aiorocketmq.remoting.tls import TlsConfigError, build_client_context
 
 log = logging.getLogger(__name__)

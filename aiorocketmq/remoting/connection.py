@@ -67,7 +67,6 @@ from aiorocketmq.remoting.command import RPC_ONEWAY, RPC_RESPONSE, Body, BodyPar
 from aiorocketmq.remoting.errors import (
     RemotingSendRequestError,
     RemotingTimeoutError,
-    RemotingTooMuchRequestError,
 )
 from aiorocketmq.remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder, encode_frame_buffers
 from aiorocketmq.remoting.processor_table import (
@@ -77,6 +76,7 @@ from aiorocketmq.remoting.processor_table import (
     error_reply,
     not_supported,
 )
+from aiorocketmq.remoting.reply_deadlines import ReplyDeadlines
 
 __all__ = [
     "SERIALIZE_ADVERT_FIELD",
@@ -84,7 +84,6 @@ __all__ = [
     "HandlerResult",
     "ProcessorTable",
     "RemotingConnection",
-    "acquire_slot",
     "not_supported",
 ]
 
@@ -147,6 +146,7 @@ class RemotingConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._deadlines = ReplyDeadlines(self._loop, self._pending, self._expire)
         self._next_opaque = 0
         # Outgoing frames of this loop iteration: flushed with one gather write at the
         # end of data_received or in a call_soon callback, so pipelined requests and
@@ -229,6 +229,7 @@ class RemotingConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._backlog.clear()
+        self._deadlines.close()
         self._release_on_close()
         pending, self._pending = self._pending, {}
         for future in pending.values():
@@ -315,13 +316,16 @@ class RemotingConnection(asyncio.Protocol):
         request.flag &= ~(RPC_RESPONSE | RPC_ONEWAY)
         future: asyncio.Future[RemotingCommand] = self._loop.create_future()
         self._pending[opaque] = future
-        timer = self._loop.call_later(timeout_s, self._expire, opaque, timeout_s)
+        timer = self._deadlines.add(opaque, future, timeout_s)
         try:
-            self.write_command(request)
+            # Alone in flight (a sync send): written now, not in the next iteration.
+            self.write_command(request, now=len(self._pending) == 1)
             return await future
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
             self._pending.pop(opaque, None)
+            self._deadlines.done()
 
     async def invoke_oneway(self, request: RemotingCommand, timeout_s: float) -> None:
         """Send ``request`` with the oneway bit; no reply is expected."""
@@ -331,8 +335,9 @@ class RemotingConnection(asyncio.Protocol):
         request.flag = (request.flag & ~RPC_RESPONSE) | RPC_ONEWAY
         self.write_command(request)
 
-    def write_command(self, cmd: RemotingCommand) -> None:
-        """Encode ``cmd`` and queue it for this iteration's gather write.
+    def write_command(self, cmd: RemotingCommand, now: bool = False) -> None:
+        """Encode ``cmd`` and queue it for this iteration's gather write (``now``: write
+        at once unless a read or a scheduled write will take it anyway).
 
         Raises:
             RemotingSendRequestError: the connection is closed.
@@ -352,6 +357,9 @@ class RemotingConnection(asyncio.Protocol):
         if parts is not None:
             self._out_parts.append(parts)
         if not self._in_read and not self._flush_scheduled:
+            if now:
+                self._flush()
+                return
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
 
@@ -581,20 +589,3 @@ class RemotingConnection(asyncio.Protocol):
 def _release_all(parts: Iterable[BodyParts]) -> None:
     for body in parts:
         body.release()
-
-
-async def acquire_slot(slots: asyncio.Semaphore, timeout_s: float, address: str) -> None:
-    """Take one in-flight slot, waiting at most ``timeout_s`` when all are taken.
-
-    Raises:
-        RemotingTooMuchRequestError: no slot freed up in time.
-    """
-    if not slots.locked():
-        await slots.acquire()
-        return
-    try:
-        await asyncio.wait_for(slots.acquire(), timeout_s)
-    except TimeoutError:
-        raise RemotingTooMuchRequestError(
-            f"too many requests in flight, waited {timeout_s * 1000:.0f} ms", address=address
-        ) from None

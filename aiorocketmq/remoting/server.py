@@ -26,7 +26,8 @@ from collections.abc import Callable
 from aiorocketmq.remoting.codes import ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.config import RemotingServerConfig
-from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection, acquire_slot
+from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection
+from aiorocketmq.remoting.in_flight import acquire_slot
 from aiorocketmq.remoting.tls import build_server_context
 from aiorocketmq.remoting.tls_listener import TlsServer, start_tls_server
 
