@@ -150,7 +150,8 @@ class RemotingConnection(asyncio.Protocol):
         self._next_opaque = 0
         # Outgoing frames of this loop iteration: flushed with one gather write at the
         # end of data_received or in a call_soon callback, so pipelined requests and
-        # replies cost one syscall per batch instead of one per frame.
+        # replies cost one syscall per batch instead of one per frame (a request alone
+        # in flight goes at once: nothing could join it).
         self._out: list[Body] = []
         #: Zero-copy bodies among ``_out``, released once the transport lets go.
         self._out_parts: list[BodyParts] = []
