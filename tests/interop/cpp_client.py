@@ -106,6 +106,25 @@ def _send(producer: Any, args: argparse.Namespace, start: int, results: TextIO |
     return 1
 
 
+#: The stock C++ client (0.4.4) guards its table of broker connections with a try-lock
+#: that gives up at once: a send made while its own heartbeat thread opens the first
+#: connections to the brokers fails every attempt without reaching a broker, reported
+#: as "No route info of this topic" (its log says "GetTransport of:<address> get
+#: timed_mutex timeout"). Such a send, in the producer's first seconds, is tried again
+#: a few times; later, or after the retries, it counts as an error as before.
+_STARTUP_RACE_S = 5.0
+_STARTUP_RETRIES = 5
+_STARTUP_RETRY_WAIT_S = 0.02
+
+
+def _startup_race(exc: Exception, started: float, retried: int) -> bool:
+    return (
+        "No route info of this topic" in str(exc)
+        and time.monotonic() - started < _STARTUP_RACE_S
+        and retried < _STARTUP_RETRIES
+    )
+
+
 def produce(args: argparse.Namespace) -> int:
     producer = Producer(f"PID_{args.topic}_{args.mode}", timeout=10_000)
     _sign(args, producer)
@@ -116,12 +135,18 @@ def produce(args: argparse.Namespace) -> int:
     epoch = time.time()
     started = time.monotonic()
     results = open(args.results, "w", encoding="utf-8") if args.results else None  # noqa: SIM115
+    retried = 0
     try:
         i = 0
         while i < args.n:
             try:
                 i += _send(producer, args, i, results)
             except Exception as exc:  # count and report; the caller sees errors=
+                if _startup_race(exc, started, retried):
+                    retried += 1
+                    print(f"SEND_RETRY index={i} error={exc!r}", file=sys.stderr, flush=True)
+                    threading.Event().wait(_STARTUP_RETRY_WAIT_S)  # its connect to finish
+                    continue
                 errors += 1
                 print(f"SEND_ERROR index={i} error={exc!r}", file=sys.stderr, flush=True)
                 i += 1 if args.mode != "batch" else args.batch_size
