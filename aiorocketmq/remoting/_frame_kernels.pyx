@@ -3,7 +3,9 @@
 
 Owns: ``decode_msgpack_header`` and ``encode_msgpack_head``, the compiled twins of
 the MSGPACK paths in ``frame.py`` for the shape every command of ours has: an array
-``[code, language, version, opaque, flag, remark|nil, {str: str}]`` with int32 ints.
+``[code, language, version, opaque, flag, remark|nil, {str: str}]`` with int32 ints;
+and ``split_msgpack``, which turns a run of whole MSGPACK frames of that shape into
+commands, as ``FrameDecoder`` does one frame at a time.
 
 Must not: decide anything the reference would decide differently. Each kernel
 answers only the usual shape and returns None for anything else (an odd type, an
@@ -170,6 +172,67 @@ cdef object _decode(const uint8_t* data, Py_ssize_t size):
     if r.bad or r.pos != r.end:
         return None
     return code, opaque, flag, language, version, remark, ext
+
+
+# ------------------------------------------------------------------------ frames
+
+
+cdef int _MSGPACK = 2  # SerializeType.MSGPACK, the header-info word's high byte
+
+
+def split_msgpack(buf, Py_ssize_t pos, Py_ssize_t max_frame_length, cls, dict languages,
+                  other_language, serialize_type):
+    """``(commands, pos)``: the commands of the whole frames of ``buf`` from ``pos`` on,
+    while each is a MSGPACK frame whose header has the usual shape, and the position of
+    the first frame not taken.
+
+    It stops at a frame that is cut short, or that the reference must judge: a length
+    outside [4, max_frame_length - 4], another serialize type, a header longer than its
+    frame, or a header ``decode_msgpack_header`` declines. A command is
+    ``cls(code, opaque, flag, language, version, remark, ext, body, serialize_type)``
+    with the language looked up in ``languages`` (``other_language`` when unknown) and
+    the body copied into ``bytes``: what ``decode_frame_payload`` gives.
+    """
+    cdef Py_buffer view
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    try:
+        return _split(<const uint8_t*>view.buf, view.len, pos, max_frame_length, cls,
+                      languages, other_language, serialize_type)
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef tuple _split(const uint8_t* data, Py_ssize_t size, Py_ssize_t pos,
+                  Py_ssize_t max_frame_length, cls, dict languages, other_language,
+                  serialize_type):
+    cdef list commands = []
+    cdef int64_t length
+    cdef uint32_t info
+    cdef Py_ssize_t header_len, head
+    while size - pos >= 4:
+        length = <int>_word(data + pos)  # a signed int32, as the reference reads it
+        if length < 4 or length + 4 > max_frame_length or pos + 4 + length > size:
+            break
+        info = _word(data + pos + 4)
+        header_len = info & 0xFFFFFF
+        if (info >> 24) != _MSGPACK or 4 + header_len > length:
+            break
+        head = pos + 8
+        fields = _decode(data + head, header_len)
+        if fields is None:
+            break
+        code, opaque, flag, language, version, remark, ext = <tuple>fields
+        body = PyBytes_FromStringAndSize(
+            <const char*>(data + head + header_len), length - 4 - header_len
+        )
+        commands.append(cls(code, opaque, flag, languages.get(language, other_language),
+                            version, remark, ext, body, serialize_type))
+        pos += 4 + length
+    return commands, pos
+
+
+cdef inline uint32_t _word(const uint8_t* p) noexcept:
+    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3]
 
 
 # ------------------------------------------------------------------------ encode

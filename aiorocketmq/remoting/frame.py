@@ -42,13 +42,14 @@ import msgpack
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
 from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.remoting.body_pool import thread_body_pool
-from aiorocketmq.remoting.codes import SerializeType
+from aiorocketmq.remoting.codes import LanguageCode, SerializeType
 from aiorocketmq.remoting.command import Body, BodyParts, RemotingCommand
 from aiorocketmq.remoting.header_values import (
     INT16_MAX,
     INT16_MIN,
     INT32_MAX,
     INT32_MIN,
+    LANGUAGE_BY_VALUE,
     HeaderFields,
     as_int,
     check_encodable,
@@ -506,6 +507,14 @@ class FrameDecoder:
         view = memoryview(buf)
         try:
             while size - pos >= 4:
+                if _KERNEL is not None:  # a run of usual MSGPACK frames; the rest below
+                    run, pos = _KERNEL.split_msgpack(
+                        buf, pos, self._max, RemotingCommand, LANGUAGE_BY_VALUE,
+                        LanguageCode.OTHER, SerializeType.MSGPACK,
+                    )  # fmt: skip
+                    commands += run
+                    if size - pos < 4:
+                        break
                 (length,) = _LENGTH.unpack_from(buf, pos)
                 if length < 4 or length + 4 > self._max:
                     raise RemoteProtocolError(f"frame length {length} outside [4, {self._max - 4}]")

@@ -11,6 +11,7 @@ Must not: know any one serialisation (``frame`` has the three codecs).
 from __future__ import annotations
 
 import json
+from typing import Final
 
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
 from aiorocketmq.remoting.codes import LanguageCode
@@ -21,6 +22,7 @@ __all__ = [
     "INT16_MIN",
     "INT32_MAX",
     "INT32_MIN",
+    "LANGUAGE_BY_VALUE",
     "HeaderFields",
     "as_int",
     "check_encodable",
@@ -37,7 +39,9 @@ INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 HeaderFields = tuple[int, int, int, LanguageCode, int, str | None, dict[str, str]]
 
 _LANGUAGE_BY_NAME = {lang.name: lang for lang in LanguageCode}
-_LANGUAGE_BY_VALUE = {lang.value: lang for lang in LanguageCode}
+#: A header's language code -> LanguageCode (``language_of`` reads an int this way;
+#: an unknown one is OTHER).
+LANGUAGE_BY_VALUE: Final = {lang.value: lang for lang in LanguageCode}
 
 
 def normalize_ext_value(value: object) -> str | None:
@@ -115,7 +119,7 @@ def language_of(value: object) -> LanguageCode:
     if isinstance(value, str):
         return _LANGUAGE_BY_NAME.get(value, LanguageCode.OTHER)
     if isinstance(value, int) and not isinstance(value, bool):
-        return _LANGUAGE_BY_VALUE.get(value, LanguageCode.OTHER)
+        return LANGUAGE_BY_VALUE.get(value, LanguageCode.OTHER)
     if value is None:
         return LanguageCode.JAVA
     raise RemoteProtocolError(f"header field language is invalid: {value!r}")

@@ -16,9 +16,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiorocketmq.common.errors import RemoteProtocolError
+from aiorocketmq.remoting import frame as frame_module
 from aiorocketmq.remoting.codes import LanguageCode, SerializeType
 from aiorocketmq.remoting.command import RemotingCommand
-from aiorocketmq.remoting.frame import py_decode_msgpack_header, py_encode_frame_head
+from aiorocketmq.remoting.frame import (
+    FrameDecoder,
+    decode_frame_payload,
+    encode_frame,
+    py_decode_msgpack_header,
+    py_encode_frame_head,
+)
+from aiorocketmq.remoting.header_values import LANGUAGE_BY_VALUE
 from tests.support.kernels import kernel_or_skip
 
 pytestmark = pytest.mark.timeout(120)
@@ -189,3 +197,101 @@ def test_decoder_declines_non_canonical_shapes(kernel: Any) -> None:
     assert (
         kernel.decode_msgpack_header(b"\x97\x00\x00\x00\x00\x00\xa1\xff\x80") is None
     )  # not UTF-8
+
+
+# ------------------------------------------------------------------ split_msgpack
+
+_MAX = 16 * 1024 * 1024
+
+
+def _split(kernel: Any, buf: bytes, pos: int = 0, max_len: int = _MAX) -> tuple[list[Any], int]:
+    result: tuple[list[Any], int] = kernel.split_msgpack(
+        buf, pos, max_len, RemotingCommand, LANGUAGE_BY_VALUE, LanguageCode.OTHER,
+        SerializeType.MSGPACK,
+    )  # fmt: skip
+    return result
+
+
+def _frame(serialize_type: SerializeType, **fields: Any) -> bytes:
+    return encode_frame(RemotingCommand(serialize_type=serialize_type, **fields))
+
+
+def test_split_takes_usual_msgpack_frames_and_stops_where_the_reference_must_judge(
+    kernel: Any,
+) -> None:
+    a = _frame(SerializeType.MSGPACK, code=310, opaque=1, ext_fields={"k": "v"}, body=b"x")
+    b = _frame(
+        SerializeType.MSGPACK, code=0, opaque=2, flag=1, remark="ok", language=LanguageCode.JAVA
+    )
+    json_frame = _frame(SerializeType.JSON, code=11, opaque=3)
+    odd = struct.pack(">iI", 4 + 3, 2 << 24 | 3) + b"\x93\x01\x02"  # a 3-item array
+    got, pos = _split(kernel, a + b + json_frame + a)
+    assert pos == len(a + b) and [c.opaque for c in got] == [1, 2]
+    assert got == [decode_frame_payload(a[4:]), decode_frame_payload(b[4:])]
+    assert _split(kernel, a + odd + a)[1] == len(a)
+    assert _split(kernel, a + b[:-1])[1] == len(a)  # cut short
+    assert _split(kernel, a + b, pos=len(a))[1] == len(a + b)
+    assert _split(kernel, b"\x00\x00\x00\x03" + a)[1] == 0  # length under 4
+    assert _split(kernel, a, max_len=len(a) - 1)[1] == 0  # over the limit
+    bad_header_len = struct.pack(">iI", 4 + 2, 2 << 24 | 9) + b"\x90\x90"
+    assert _split(kernel, bad_header_len)[1] == 0
+    unknown = _frame(SerializeType.MSGPACK, code=1, opaque=9)
+    # [prefix 8][0x97][code 1][language]: language 126, no such code
+    unknown = unknown[:10] + bytes([0x7E]) + unknown[11:]
+    (cmd,), _ = _split(kernel, unknown)
+    assert cmd.language is LanguageCode.OTHER == decode_frame_payload(unknown[4:]).language
+
+
+_STREAM_FRAMES = st.one_of(
+    st.builds(
+        lambda st_, code, opaque, flag, remark, ext, body: _frame(
+            st_, code=code, opaque=opaque, flag=flag, remark=remark, ext_fields=ext, body=body
+        ),
+        st.sampled_from(list(SerializeType)),
+        st.integers(-(2**15), 2**15 - 1),
+        _INT32,
+        _INT32,
+        st.none() | st.text(max_size=10),
+        st.dictionaries(st.text(max_size=8), st.text(max_size=8), max_size=4),
+        st.binary(max_size=40),
+    ),
+    st.builds(
+        lambda t, header, body: (
+            struct.pack(">iI", 4 + len(header) + len(body), t << 24 | len(header)) + header + body
+        ),
+        st.sampled_from([0, 1, 2, 3]),
+        st.binary(max_size=30),
+        st.binary(max_size=10),
+    ),
+)
+
+
+def _decode_stream(stream: bytes, cuts: list[int]) -> object:
+    decoder = FrameDecoder()
+    got: list[RemotingCommand] = []
+    try:
+        for start, end in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+            got += decoder.feed(stream[start:end])
+    except RemoteProtocolError as exc:
+        return got, str(exc)
+    return got, decoder.buffered
+
+
+@given(
+    frames=st.lists(_STREAM_FRAMES, min_size=1, max_size=5),
+    tail=st.binary(max_size=6),
+    data=st.data(),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_decoder_with_the_kernel_decodes_any_stream_as_the_reference(
+    kernel: Any, frames: list[bytes], tail: bytes, data: st.DataObject
+) -> None:
+    """Usual MSGPACK frames, other types, random headers, a torn tail, any chunking: the
+    same commands, the same buffered rest, or the same error with the same words."""
+    stream = b"".join(frames) + tail
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=4)))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(frame_module, "_KERNEL", kernel)
+        with_kernel = _decode_stream(stream, cuts)
+        patch.setattr(frame_module, "_KERNEL", None)
+        assert with_kernel == _decode_stream(stream, cuts)
