@@ -153,6 +153,7 @@ class RemotingConnection(asyncio.Protocol):
         # replies cost one syscall per batch instead of one per frame (a request alone
         # in flight goes at once: nothing could join it).
         self._out: list[Body] = []
+        self._out_bytes = 0  # what ``_out`` holds, counted as frames are queued
         #: Zero-copy bodies among ``_out``, released once the transport lets go.
         self._out_parts: list[BodyParts] = []
         #: Bodies handed to a transport that keeps references, with the stream byte
@@ -355,6 +356,7 @@ class RemotingConnection(asyncio.Protocol):
                 parts.release()  # never reaches the transport: give the records back now
             raise
         self._out += buffers
+        self._out_bytes += len(buffers[0]) + cmd.body_length
         if parts is not None:
             self._out_parts.append(parts)
         if not self._in_read and not self._flush_scheduled:
@@ -368,6 +370,7 @@ class RemotingConnection(asyncio.Protocol):
         self._flush_scheduled = False
         out, self._out = self._out, []
         parts, self._out_parts = self._out_parts, []
+        wrote, self._out_bytes = self._out_bytes, 0
         transport = self._transport
         if not out or transport is None or transport.is_closing():
             _release_all(parts)  # not handed to any transport
@@ -380,7 +383,7 @@ class RemotingConnection(asyncio.Protocol):
         if self._writes_copy:
             _release_all(parts)
             return
-        self._submitted += sum(b.nbytes if isinstance(b, memoryview) else len(b) for b in out)
+        self._submitted += wrote
         if not parts:
             return
         self._unreleased.extend((self._submitted, p) for p in parts)
@@ -435,6 +438,7 @@ class RemotingConnection(asyncio.Protocol):
         _release_all(self._out_parts)
         self._out_parts = []
         self._out = []
+        self._out_bytes = 0
         if self._release_handle is not None:
             self._release_handle.cancel()
             self._release_handle = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
-from aiorocketmq.remoting.command import RemotingCommand
+from aiorocketmq.remoting.command import BodyParts, RemotingCommand
 from aiorocketmq.remoting.connection import RemotingConnection
 from aiorocketmq.remoting.frame import FrameDecoder, encode_frame
 from tests.support.wait import wait_until
@@ -84,4 +84,34 @@ async def test_requests_issued_together_leave_in_one_write() -> None:
     conn.data_received(replies_to(*transport.writes))
     assert [finish(c).remark for c in [first, *others]] == [f"re {n}" for n in (1, 2, 3, 4)]
     assert conn.pending_count == 0
+    conn.connection_lost(None)
+
+
+async def test_the_stream_count_is_what_the_transport_was_given() -> None:
+    """Zero-copy bodies are released by the stream's byte count (module docstring of
+    ``connection``), so it must be exact: frames with plain, empty and parted bodies."""
+    conn = RemotingConnection()
+    transport = RecordingTransport()
+    conn.connection_made(transport)
+    released: list[int] = []
+    request = RemotingCommand.request(CODE)
+    replies = [
+        request.response_to(0, "plain", body=b"x" * 100),
+        request.response_to(0, "empty"),
+        request.response_to(
+            0,
+            "parts",
+            body=BodyParts([b"ab", memoryview(b"cdef"), b""], lambda: released.append(1)),
+        ),
+    ]
+    for reply in replies:
+        conn.write_command(reply)
+    await wait_until(lambda: len(transport.writes) == 1, timeout=5, what="the gather write")
+    assert conn._submitted == len(transport.writes[0])  # the count under test
+    assert [c.remark for c in FrameDecoder().feed(transport.writes[0])] == [
+        "plain",
+        "empty",
+        "parts",
+    ]
+    await wait_until(lambda: released == [1], timeout=5, what="the parts released")
     conn.connection_lost(None)
