@@ -297,14 +297,19 @@ def encode_frame_parts(
         LocalProtocolError: the header cannot be encoded or the frame is too long.
     """
     body = cmd.body_parts if cmd.body_parts is not None else cmd.body
+    return _encode_head(cmd, cmd.body_length, max_frame_length), body
+
+
+def _encode_head(cmd: RemotingCommand, body_length: int, max_frame_length: int) -> bytes:
     if _KERNEL is not None and cmd.serialize_type is SerializeType.MSGPACK:
-        head = _KERNEL.encode_msgpack_head(
-            SerializeType.MSGPACK, cmd.code, cmd.language.value, cmd.version, cmd.opaque,
-            cmd.flag, cmd.remark, cmd.ext_fields, cmd.body_length, max_frame_length,
+        # The language goes as the IntEnum it is: an int to the kernel, no .value lookup.
+        head: bytes | None = _KERNEL.encode_msgpack_head(
+            SerializeType.MSGPACK, cmd.code, cmd.language, cmd.version, cmd.opaque,
+            cmd.flag, cmd.remark, cmd.ext_fields, body_length, max_frame_length,
         )  # fmt: skip
         if head is not None:  # the usual command; anything else (or an error) below
-            return head, body
-    return py_encode_frame_head(cmd, max_frame_length), body
+            return head
+    return py_encode_frame_head(cmd, max_frame_length)
 
 
 def py_encode_frame_head(cmd: RemotingCommand, max_frame_length: int) -> bytes:
@@ -334,10 +339,13 @@ def encode_frame_buffers(
     Raises:
         LocalProtocolError: as ``encode_frame_parts``.
     """
-    head, body = encode_frame_parts(cmd, max_frame_length)
-    if isinstance(body, BodyParts):
-        return [head, *body.parts]
-    return [head, body] if cmd.body_length else [head]
+    parts = cmd.body_parts
+    if parts is not None:
+        return [_encode_head(cmd, len(parts), max_frame_length), *parts.parts]
+    body = cmd.body
+    body_length = body.nbytes if isinstance(body, memoryview) else len(body)
+    head = _encode_head(cmd, body_length, max_frame_length)
+    return [head, body] if body_length else [head]
 
 
 def encode_frame(cmd: RemotingCommand, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> bytes:
