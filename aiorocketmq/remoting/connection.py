@@ -225,7 +225,8 @@ class RemotingConnection(asyncio.Protocol):
                     self._on_request(cmd)
         finally:
             self._in_read = False
-            self._flush()
+            if self._out:  # a read of replies (a client's) queued nothing
+                self._flush()
         if self._backlog:
             self._schedule_backlog()
 
