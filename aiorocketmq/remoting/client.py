@@ -28,7 +28,7 @@ from aiorocketmq.remoting.errors import (
     RemotingConnectError,
     RemotingSendRequestError,
 )
-from aiorocketmq.remoting.in_flight import acquire_slot
+from aiorocketmq.remoting.in_flight import InFlightSlots
 from aiorocketmq.remoting.tls import TlsConfigError, build_client_context
 
 log = logging.getLogger(__name__)
@@ -72,8 +72,8 @@ class RemotingClient:
         self._credentials = credentials
         self._connections: dict[str, RemotingConnection] = {}
         self._connecting: dict[str, asyncio.Future[RemotingConnection]] = {}
-        self._async_slots = asyncio.Semaphore(self.config.client_async_semaphore_value)
-        self._oneway_slots = asyncio.Semaphore(self.config.client_oneway_semaphore_value)
+        self._async_slots = InFlightSlots(self.config.client_async_semaphore_value)
+        self._oneway_slots = InFlightSlots(self.config.client_oneway_semaphore_value)
         mode = self.config.serialize_type
         self._fixed_type = None if mode == "AUTO" else SerializeType[mode]
         self._closed = False
@@ -99,10 +99,8 @@ class RemotingClient:
         """
         deadline = time.monotonic() + timeout_ms / 1000
         slots = self._async_slots
-        if slots.locked():
-            await acquire_slot(slots, timeout_ms / 1000, address)
-        else:
-            await slots.acquire()  # free: returns at once
+        if not slots.take_now():
+            await slots.take(timeout_ms / 1000, address)
         try:
             conn = self._connections.get(address)
             if conn is None or conn.is_closed:
@@ -113,11 +111,11 @@ class RemotingClient:
             remaining_s = max(0.001, deadline - time.monotonic())
             return await conn.invoke(request, remaining_s)
         finally:
-            self._async_slots.release()
+            slots.give()
 
     async def invoke_oneway(self, address: str, request: RemotingCommand, timeout_ms: int) -> None:
         """Send ``request`` with the oneway bit set; nothing comes back."""
-        await acquire_slot(self._oneway_slots, timeout_ms / 1000, address)
+        await self._oneway_slots.take(timeout_ms / 1000, address)
         try:
             conn = await self.connection(address)
             request.serialize_type = self._request_type(conn)
@@ -125,7 +123,7 @@ class RemotingClient:
                 sign_request(request, self._credentials)
             await conn.invoke_oneway(request, timeout_ms / 1000)
         finally:
-            self._oneway_slots.release()
+            self._oneway_slots.give()
 
     async def connection(self, address: str) -> RemotingConnection:
         """The open connection to ``address``, connecting if there is none."""

@@ -27,7 +27,7 @@ from aiorocketmq.remoting.codes import ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.config import RemotingServerConfig
 from aiorocketmq.remoting.connection import ProcessorTable, RemotingConnection
-from aiorocketmq.remoting.in_flight import acquire_slot
+from aiorocketmq.remoting.in_flight import InFlightSlots
 from aiorocketmq.remoting.tls import build_server_context
 from aiorocketmq.remoting.tls_listener import TlsServer, start_tls_server
 
@@ -76,8 +76,8 @@ class RemotingServer:
         self._connections: set[RemotingConnection] = set()
         self._open_listeners: list[ConnectionListener] = []
         self._close_listeners: list[ConnectionListener] = []
-        self._async_slots = asyncio.Semaphore(self.config.server_async_semaphore_value)
-        self._oneway_slots = asyncio.Semaphore(self.config.server_oneway_semaphore_value)
+        self._async_slots = InFlightSlots(self.config.server_async_semaphore_value)
+        self._oneway_slots = InFlightSlots(self.config.server_oneway_semaphore_value)
         self._idle_task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self.host = ""
@@ -204,21 +204,21 @@ class RemotingServer:
         self, conn: RemotingConnection, request: RemotingCommand, timeout_s: float
     ) -> RemotingCommand:
         """Send a request to a client on its connection and await the reply."""
-        await acquire_slot(self._async_slots, timeout_s, conn.remote_address)
+        await self._async_slots.take(timeout_s, conn.remote_address)
         try:
             return await conn.invoke(request, timeout_s)
         finally:
-            self._async_slots.release()
+            self._async_slots.give()
 
     async def invoke_oneway(
         self, conn: RemotingConnection, request: RemotingCommand, timeout_s: float = 3.0
     ) -> None:
         """Send a oneway request (flag 2, no reply) to a client."""
-        await acquire_slot(self._oneway_slots, timeout_s, conn.remote_address)
+        await self._oneway_slots.take(timeout_s, conn.remote_address)
         try:
             await conn.invoke_oneway(request, timeout_s)
         finally:
-            self._oneway_slots.release()
+            self._oneway_slots.give()
 
     def _make_protocol(self) -> RemotingConnection:
         if len(self._connections) >= self.config.max_connections:
