@@ -123,9 +123,10 @@ def process_send_response(
     status = SEND_STATUS_BY_CODE.get(reply.code)
     if status is None:
         raise MQBrokerError(reply.code, reply.remark, address=address)
-    header = _parse(
-        address, "send", lambda: SendMessageResponseHeader.from_ext_fields(reply.ext_fields)
-    )
+    try:
+        header = SendMessageResponseHeader.from_ext_fields(reply.ext_fields)
+    except (ProcessorError, RemoteProtocolError, ValueError) as exc:  # as _parse, inline
+        raise _malformed(address, "send", exc) from exc
     return SendResult(
         status=status,
         msg_id=msg_id,

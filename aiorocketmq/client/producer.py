@@ -296,10 +296,12 @@ class Producer(InstanceMember):
             sys_flag |= MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB_TYPE
         if (msg.get_property(_C.PROPERTY_TRANSACTION_PREPARED) or "").lower() == "true":
             sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
-        properties = dict(msg.properties)
+        properties = msg.properties
         reconsume, max_reconsume = 0, None
         if msg.topic.startswith(_RETRY_PREFIX):
-            # Java moves these two properties into the header for retry topics.
+            # Java moves these two properties into the header for retry topics (from a
+            # copy: the message keeps them).
+            properties = dict(properties)
             reconsume = int(properties.pop(_C.PROPERTY_RECONSUME_TIME, "0"))
             raw_max = properties.pop(_C.PROPERTY_MAX_RECONSUME_TIMES, None)
             max_reconsume = None if raw_max is None else int(raw_max)
