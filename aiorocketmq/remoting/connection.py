@@ -179,6 +179,8 @@ class RemotingConnection(asyncio.Protocol):
         self._closed = self._loop.create_future()
         self.remote_address = "?"
         self.last_active_monotonic = time.monotonic()
+        #: Replies to the peer's requests handed to the transport.
+        self.replies_sent = 0
         #: Free slots for upper layers (client id, language...), owned by them.
         self.attributes: dict[str, Any] = {}
 
@@ -551,6 +553,7 @@ class RemotingConnection(asyncio.Protocol):
         if self._advertise:
             self._advertise = False
             reply.ext_fields = {**reply.ext_fields, SERIALIZE_ADVERT_FIELD: "JSON,ROCKETMQ,MSGPACK"}
+        self.replies_sent += 1
         try:
             self.write_command(reply)
         except LocalProtocolError as exc:

@@ -243,11 +243,14 @@ async def _fill_with_replies(
     writer.write(frames)
     await wait_until(lambda: len(h.server.connections) == 1, what="server connection")
     conn = server_conn(h)
+    # Every pull answered, not just the first MiB of them: a pull still being served (a
+    # loaded machine answers fewer per loop iteration) would be answered after whatever
+    # the test does next.
     await wait_until(
-        lambda: conn.write_buffer_size > 1024 * 1024,
+        lambda: conn.write_buffer_size > 1024 * 1024 and conn.replies_sent == len(offsets),
         timeout=20,
-        what="replies queued in the server's transport",
-        describe=lambda: (conn.write_buffer_size, conn.held_body_count),
+        what="every pull answered, replies queued in the server's transport",
+        describe=lambda: (conn.write_buffer_size, conn.held_body_count, conn.replies_sent),
     )
     assert conn.transport_copies_writes is not transport_keeps_buffers()
     if transport_keeps_buffers():
@@ -303,7 +306,7 @@ async def test_expiry_never_unmaps_under_queued_replies(tmp_path: Path, finish: 
         if finish == "read":
             replies = await read_replies(reader, len(by_opaque))
             for reply in replies:
-                assert reply.body == expected[by_opaque[reply.opaque]], reply.opaque
+                assert reply.body == expected[by_opaque[reply.opaque]], (reply.opaque, reply.remark)
             writer.close()
             await writer.wait_closed()
         else:
