@@ -415,6 +415,72 @@ cdef object _encode_batch(
     return out
 
 
+def encode_one_record(
+    body, bytes topic_raw, bytes props_raw, int32_t queue_id, int32_t flag,
+    int64_t queue_offset, int64_t physical_offset, int32_t sys_flag, int64_t born_timestamp,
+    bytes born_raw, int32_t born_port, int64_t store_timestamp, bytes store_raw,
+    int32_t store_port, int32_t reconsume_times, int64_t prepared_transaction_offset,
+    int64_t body_crc,
+):
+    """One record, byte for byte ``record_encoder.encode_record``'s, or None.
+
+    The texts and hosts come encoded and packed (the reference's own steps, which word
+    their refusals), ``sys_flag`` with its host-width bits already set from them, and a
+    ``body_crc`` of -1 asks for the body's. None for whatever the reference refuses (a
+    negative field, a port past 65535, a record past 2**31 - 1 bytes, hosts that do not
+    match the flag's widths): the caller then runs the reference, which says why.
+    """
+    cdef _Layout l = _layout(sys_flag)
+    cdef Py_buffer buf
+    cdef Py_ssize_t topic_len = len(topic_raw), props_len = len(props_raw), total
+    cdef uint8_t* r
+    if (queue_id < 0 or queue_offset < 0 or physical_offset < 0 or sys_flag < 0
+            or born_timestamp < 0 or store_timestamp < 0 or reconsume_times < 0
+            or prepared_transaction_offset < 0 or body_crc < -1 or body_crc > _INT32_MAX
+            or not 0 <= born_port <= 0xFFFF or not 0 <= store_port <= 0xFFFF
+            or len(born_raw) != l.born_ip_len or len(store_raw) != l.store_ip_len
+            or topic_len > 127 or props_len > _PROPERTIES_MAX):
+        return None
+    PyObject_GetBuffer(body, &buf, PyBUF_SIMPLE)
+    try:
+        total = l.body + buf.len + 1 + topic_len + 2 + props_len
+        if total > _INT32_MAX:
+            return None
+        if body_crc == -1:
+            body_crc = crc32(0, <const uint8_t*>buf.buf, <unsigned int>buf.len) & 0x7FFFFFFF
+        out = bytearray(total)
+        r = out
+        _put32(r, <uint32_t>total)
+        _put32(r + 4, _MAGIC_V1)
+        _put32(r + 8, <uint32_t>body_crc)
+        _put32(r + 12, <uint32_t>queue_id)
+        _put32(r + 16, <uint32_t>flag)
+        _put64(r + 20, <uint64_t>queue_offset)
+        _put64(r + 28, <uint64_t>physical_offset)
+        _put32(r + 36, <uint32_t>sys_flag)
+        _put64(r + 40, <uint64_t>born_timestamp)
+        memcpy(r + l.born_ip, <const char*>born_raw, l.born_ip_len)
+        _put32(r + l.born_ip + l.born_ip_len, <uint32_t>born_port)
+        _put64(r + l.store_ts, <uint64_t>store_timestamp)
+        memcpy(r + l.store_ip, <const char*>store_raw, l.store_ip_len)
+        _put32(r + l.store_ip + l.store_ip_len, <uint32_t>store_port)
+        _put32(r + l.reconsume, <uint32_t>reconsume_times)
+        _put64(r + l.reconsume + 4, <uint64_t>prepared_transaction_offset)
+        _put32(r + l.body - 4, <uint32_t>buf.len)
+        r += l.body
+        memcpy(r, buf.buf, buf.len)
+        r += buf.len
+        r[0] = <uint8_t>topic_len
+        memcpy(r + 1, <const char*>topic_raw, topic_len)
+        r += 1 + topic_len
+        r[0] = (props_len >> 8) & 0xFF
+        r[1] = props_len & 0xFF
+        memcpy(r + 2, <const char*>props_raw, props_len)
+        return out
+    finally:
+        PyBuffer_Release(&buf)
+
+
 cdef inline Py_ssize_t _separator(
     const uint8_t* props, Py_ssize_t props_len, Py_ssize_t batch_len
 ) noexcept:

@@ -137,10 +137,22 @@ def encode_record(
             not 0-65535, negative or too-wide ints, or a record over 2**31 - 1 bytes.
     """
     topic_raw, props_raw = _encode_texts(topic, properties)
-    body_len = body.nbytes if isinstance(body, memoryview) else len(body)
     born_raw, born_port, store_raw, store_port, sys_flag = _pack_hosts(
         born_host, store_host, sys_flag
     )
+    if _KERNEL is not None and (body_crc is None or body_crc >= 0):
+        try:
+            record: bytearray | None = _KERNEL.encode_one_record(
+                body, topic_raw, props_raw, queue_id, flag, queue_offset, physical_offset,
+                sys_flag, born_timestamp, born_raw, born_port, store_timestamp, store_raw,
+                store_port, reconsume_times, prepared_transaction_offset,
+                -1 if body_crc is None else body_crc,
+            )  # fmt: skip
+        except (OverflowError, TypeError, BufferError):  # past a field's width: the reference's
+            record = None
+        if record is not None:
+            return record
+    body_len = body.nbytes if isinstance(body, memoryview) else len(body)
     layout = RECORD_LAYOUTS[sys_flag & HOST_V6_BITS]
     total = layout.body_pos + body_len + 3 + len(topic_raw) + len(props_raw)
     if total > _INT32_MAX:
@@ -386,5 +398,5 @@ def blank_record(size: int) -> bytes:
     return _HEAD.pack(size, BLANK_MAGIC_CODE)
 
 
-#: The C batch encoder (``_record_kernels.pyx``) when built and not turned off.
+#: The C record encoders (``_record_kernels.pyx``) when built and not turned off.
 _KERNEL = load_kernel("aiorocketmq.common._record_kernels")
