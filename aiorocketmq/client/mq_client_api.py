@@ -14,7 +14,7 @@ does), or keep state beyond the shared ``RemotingClient``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from aiorocketmq.client.errors import MQBrokerError, MQRemotingError, from_remoting
 from aiorocketmq.client.results import (
@@ -66,11 +66,15 @@ def _malformed(address: str, what: str, exc: Exception) -> MQBrokerError:
     )
 
 
+#: What a header or body parser raises for a reply it cannot read.
+_MALFORMED_REPLY: Final = (ProcessorError, RemoteProtocolError, ValueError)
+
+
 def _parse(address: str, what: str, parse: Callable[[], _T]) -> _T:
     """Run a header/body parser; a bad reply is a typed, non-retriable broker error."""
     try:
         return parse()
-    except (ProcessorError, RemoteProtocolError, ValueError) as exc:
+    except _MALFORMED_REPLY as exc:
         raise _malformed(address, what, exc) from exc
 
 
@@ -125,7 +129,7 @@ def process_send_response(
         raise MQBrokerError(reply.code, reply.remark, address=address)
     try:
         header = SendMessageResponseHeader.from_ext_fields(reply.ext_fields)
-    except (ProcessorError, RemoteProtocolError, ValueError) as exc:  # as _parse, inline
+    except _MALFORMED_REPLY as exc:  # as _parse, without a closure per send
         raise _malformed(address, "send", exc) from exc
     return SendResult(
         status=status,

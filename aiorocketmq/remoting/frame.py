@@ -339,13 +339,11 @@ def encode_frame_buffers(
     Raises:
         LocalProtocolError: as ``encode_frame_parts``.
     """
-    parts = cmd.body_parts
-    if parts is not None:
-        return [_encode_head(cmd, len(parts), max_frame_length), *parts.parts]
-    body = cmd.body
-    body_length = body.nbytes if isinstance(body, memoryview) else len(body)
+    body_length = cmd.body_length
     head = _encode_head(cmd, body_length, max_frame_length)
-    return [head, body] if body_length else [head]
+    if cmd.body_parts is not None:
+        return [head, *cmd.body_parts.parts]
+    return [head, cmd.body] if body_length else [head]
 
 
 def encode_frame(cmd: RemotingCommand, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> bytes:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Mapping
-from typing import Final, Protocol
+from typing import Final, Protocol, TypeVar
 
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.status_map import disk_util_text, put_response
@@ -78,6 +78,7 @@ _REGION_FIELDS: Final = {"MSG_REGION": DEFAULT_REGION, "TRACE_ON": "true"}
 #: Entries of the per-processor memos (sendable topic names, peer addresses); a memo
 #: that fills up is emptied, so hostile names cannot grow it.
 _MEMO_MAX: Final = 4096
+_V = TypeVar("_V")
 
 
 def _refusal(request: RemotingCommand, exc: ProcessorError) -> RemotingCommand:
@@ -85,10 +86,11 @@ def _refusal(request: RemotingCommand, exc: ProcessorError) -> RemotingCommand:
     return request.response_to(exc.code, exc.remark, dict(_REGION_FIELDS))
 
 
-def _remember(memo: set[str], name: str) -> None:
+def _remember(memo: dict[str, _V], key: str, value: _V) -> _V:
     if len(memo) >= _MEMO_MAX:
         memo.clear()
-    memo.add(name)
+    memo[key] = value
+    return value
 
 
 def _parse_host(address: str) -> tuple[str, int]:
@@ -126,7 +128,7 @@ class SendProcessor:
         self._random = random.Random()
         # Names that passed the static checks (characters, length, not a system topic
         # clients may not send to): the same answer every time, so asked once.
-        self._sendable_names: set[str] = set()
+        self._sendable_names: dict[str, bool] = {}
         self._hosts: dict[str, tuple[str, int]] = {}
 
     def register(self, table: ProcessorTable) -> None:
@@ -205,9 +207,7 @@ class SendProcessor:
     def _born_host(self, address: str) -> tuple[str, int]:
         host = self._hosts.get(address)
         if host is None:
-            if len(self._hosts) >= _MEMO_MAX:
-                self._hosts.clear()
-            host = self._hosts[address] = _parse_host(address)
+            host = _remember(self._hosts, address, _parse_host(address))
         return host
 
     def _random_queue_id(self, write_queue_nums: int) -> int:
@@ -230,7 +230,7 @@ class SendProcessor:
             remark = not_allowed_send_remark(topic)
             if remark is not None:
                 raise ProcessorError(ResponseCode.NO_PERMISSION, remark)
-            _remember(self._sendable_names, topic)
+            _remember(self._sendable_names, topic, True)
         config = ctx.topics.select_topic_config(topic) or self._auto_create(header, remote)
         valid = max(config.write_queue_nums, config.read_queue_nums)
         if header.queue_id >= valid:
