@@ -19,7 +19,9 @@ in native code, starts its own threads and writes logs under
   broker and consumes each in order) subscribed with EXPRESSION; writes ``key tag queue offset`` per
   message to OUT; once it has seen EXPECTED distinct keys it lingers
   ``--linger-s`` (so late duplicates or foreign messages still show up), then
-  prints ``CONSUMED count=.. distinct=.. seconds=..`` and shuts down; it also
+  prints ``CONSUMED count=.. distinct=.. seconds=.. span=.. stalls=.. stalled=..``
+  (span: first to last delivery; stalls: pauses of at least ``STALL_S`` between
+  deliveries, stalled: their seconds) and shuts down; it also
   stops when ``--stop-file`` appears (for consumers sharing a group, whose
   share is not known in advance); ``--work-ms`` makes each message take that
   long; ``--retry-every N`` answers RECONSUME_LATER to the first delivery of every
@@ -56,6 +58,10 @@ from rocketmq.ffi import _CConsumeStatus, _CLogLevel, dll  # type: ignore[import
 
 TAGS = ("TagA", "TagB", "TagC")
 LOG_FILES = 2
+#: A pause between two deliveries at least this long is counted as a stall. The
+#: 0.4.4 client (C++ core 1.0.1) stops pulling a queue for 1 s once more than 1,000 of
+#: its messages wait for the listener, so a listener slower than the pulls stalls.
+STALL_S = 0.5
 LOG_FILE_BYTES = 8 * 1024 * 1024
 
 
@@ -175,6 +181,8 @@ class _Recorder:
         self.count = 0
         self.first = 0.0
         self.last = 0.0
+        self.stalls = 0
+        self.stalled_s = 0.0
         self.done = threading.Event()
 
     def __call__(self, msg: Any) -> None:
@@ -186,6 +194,9 @@ class _Recorder:
             now = time.monotonic()
             if not self.count:
                 self.first = now
+            elif now - self.last >= STALL_S:
+                self.stalls += 1
+                self.stalled_s += now - self.last
             self.last = now
             self.count += 1
             self.keys.add(_text(msg.keys))
@@ -266,9 +277,10 @@ def push(args: argparse.Namespace) -> int:
                 out.flush()
                 count, distinct = recorder.count, len(recorder.keys)
                 span = recorder.last - recorder.first
+                stalls, stalled_s = recorder.stalls, recorder.stalled_s
     print(
         f"CONSUMED count={count} distinct={distinct} seconds={time.monotonic() - started:.3f} "
-        f"span={span:.3f}",
+        f"span={span:.3f} stalls={stalls} stalled={stalled_s:.3f}",
         flush=True,
     )
     return 0
