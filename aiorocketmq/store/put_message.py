@@ -84,6 +84,8 @@ _NOT_TYPE: Final = int(MessageSysFlag.TRANSACTION_NOT_TYPE)
 _DELAYABLE: Final = (_NOT_TYPE, int(MessageSysFlag.TRANSACTION_COMMIT_TYPE))
 _PORT: Final = struct.Struct(">i")
 _OK: Final = PutMessageStatus.PUT_OK
+_APPENDED: Final = AppendStatus.PUT_OK
+_DELAY: Final = MessageConst.PROPERTY_DELAY_TIME_LEVEL
 _TOO_LARGE: Final = (AppendStatus.MESSAGE_SIZE_EXCEEDED, AppendStatus.PROPERTIES_SIZE_EXCEEDED)
 _NO_SPACE_RETRY_MS: Final = 1000  # how long a failed allocation for want of space stands
 
@@ -135,6 +137,7 @@ class MessagePutter:
         self._max_record = config.max_message_size + RECORD_OVERHEAD_MAX
         self._sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self._role = config.broker_role
+        self._may_wait = self._sync_flush or self._role is BrokerRole.SYNC_MASTER
         self._busy_timeout_ms = config.os_page_cache_busy_time_out_mills
         self._max_delay_level = len(parse_delay_levels(config.message_delay_level))
         self._msg_id_prefixes: dict[tuple[str, int], str] = {}
@@ -192,9 +195,9 @@ class MessagePutter:
         # A message stored as sent (not redirected to the schedule topic) is dispatched
         # from the put's own fields: its record is not read back.
         single = msg if topic == msg.topic else None
-        return self._append_and_finish(
-            record, key, topic, msg.store_host, msg.wait_store_msg_ok, single=single
-        )
+        # WAIT only matters to a flush or replica promise: not read where none is kept.
+        wait = self._may_wait and msg.wait_store_msg_ok
+        return self._append_and_finish(record, key, topic, msg.store_host, wait, single=single)
 
     def encode_message(
         self, msg: MessageExtBrokerInner
@@ -209,7 +212,7 @@ class MessagePutter:
             return _refused(PutMessageStatus.MESSAGE_ILLEGAL, str(exc))
         if len(properties) > PROPERTIES_MAX_LENGTH:
             return _refused(PutMessageStatus.MESSAGE_ILLEGAL, "properties longer than 32767")
-        if msg.sys_flag & _TRAN_MASK in _DELAYABLE:
+        if msg.sys_flag & _TRAN_MASK in _DELAYABLE and _DELAY in msg.properties:
             level = parse_delay_level(msg.properties)
             if level is None:
                 return _refused(PutMessageStatus.MESSAGE_ILLEGAL, "DELAY is not an integer")
@@ -221,9 +224,19 @@ class MessagePutter:
         body = msg.body
         if (body.nbytes if isinstance(body, memoryview) else len(body)) > self._max_body:
             return _refused(PutMessageStatus.MESSAGE_ILLEGAL, "body exceeds maxMessageSize")
-        record = self._encode(msg, topic, queue_id, properties)
-        if isinstance(record, PutMessageResult):
-            return record
+        try:
+            record = encode_record(
+                topic=topic, body=body, properties=properties, queue_id=queue_id,
+                flag=msg.flag, sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp,
+                born_host=msg.born_host,
+                store_timestamp=0,  # patched inside the append
+                store_host=msg.store_host, reconsume_times=msg.reconsume_times,
+                prepared_transaction_offset=msg.prepared_transaction_offset,
+            )  # fmt: skip
+        except LocalProtocolError as exc:
+            return _encode_failure(properties, exc)
+        if len(record) > self._max_record:
+            return _refused(PutMessageStatus.MESSAGE_ILLEGAL, "record exceeds body limit + 64 KiB")
         return record, queue_key(topic, queue_id), topic
 
     def _redirect_delayed(
@@ -241,30 +254,6 @@ class MessagePutter:
         except LocalProtocolError as exc:
             return _refused(PutMessageStatus.MESSAGE_ILLEGAL, str(exc))
         return RMQ_SYS_SCHEDULE_TOPIC, level - 1, properties
-
-    def _encode(
-        self, msg: MessageExtBrokerInner, topic: str, queue_id: int, properties: str
-    ) -> bytearray | PutMessageResult:
-        try:
-            record = encode_record(
-                topic=topic,
-                body=msg.body,
-                properties=properties,
-                queue_id=queue_id,
-                flag=msg.flag,
-                sys_flag=msg.sys_flag,
-                born_timestamp=msg.born_timestamp,
-                born_host=msg.born_host,
-                store_timestamp=0,  # patched inside the append
-                store_host=msg.store_host,
-                reconsume_times=msg.reconsume_times,
-                prepared_transaction_offset=msg.prepared_transaction_offset,
-            )
-        except LocalProtocolError as exc:
-            return _encode_failure(properties, exc)
-        if len(record) > self._max_record:
-            return _refused(PutMessageStatus.MESSAGE_ILLEGAL, "record exceeds body limit + 64 KiB")
-        return record
 
     # -- batch ---------------------------------------------------------------------------
 
@@ -366,14 +355,13 @@ class MessagePutter:
         """Append (the critical section: no await) and finish, inline when possible."""
         append = self._commit_log.append_batch if batch else self._commit_log.append
         result = append(record, key, self._clock.now_ms())
+        if result.status is _APPENDED:
+            return self._finish(result, topic, store_host, wait, single)
         if result.status is AppendStatus.NEED_FILE:
             return self._append_after_file(
                 append, record, key, topic=topic, store_host=store_host, wait=wait
             )
-        appended = _appended(result)
-        if isinstance(appended, PutMessageResult):
-            return self._failed(appended)
-        return self._finish(appended, topic, store_host, wait, single)
+        return self._failed(_not_appended(result))
 
     async def _append_after_file(
         self,
@@ -392,10 +380,9 @@ class MessagePutter:
             if failure is not None:
                 return self._failed(failure)
             result = append(record, key, self._clock.now_ms())
-        appended = _appended(result)
-        if isinstance(appended, PutMessageResult):
-            return self._failed(appended)
-        finished = self._finish(appended, topic, store_host, wait)
+        if result.status is not _APPENDED:
+            return self._failed(_not_appended(result))
+        finished = self._finish(result, topic, store_host, wait)
         return finished if isinstance(finished, PutMessageResult) else await finished
 
     async def _wait_for_file(self) -> PutMessageResult | None:
@@ -441,14 +428,17 @@ class MessagePutter:
             # WAIT=false still asks (RocketMQ wakes the service); the answer is not awaited.
             flushed = self.group_commit.request(appended.next_offset)
         self._stats.count_put(topic, appended.message_count, appended.wrote_bytes)
-        offsets = appended.record_offsets or [appended.physical_offset]
-        prefix = self._msg_id_prefix(store_host)  # one lookup for a whole batch's ids
+        # One lookup for a whole batch's ids.
+        prefix = self._msg_id_prefixes.get(store_host) or self._msg_id_prefix(store_host)
+        offsets = appended.record_offsets
         result = PutMessageResult(
             _OK,
             appended.physical_offset,
             appended.wrote_bytes,
             appended.queue_offset,
-            [f"{prefix}{offset:016X}" for offset in offsets],
+            [f"{prefix}{offset:016X}" for offset in offsets]
+            if offsets
+            else [f"{prefix}{appended.physical_offset:016X}"],
             appended.store_timestamp,
             appended.message_count,
         )
@@ -532,10 +522,8 @@ def _dispatch_request(msg: MessageExtBrokerInner, appended: AppendResult) -> Dis
     )
 
 
-def _appended(result: AppendResult) -> AppendResult | PutMessageResult:
-    """An append's outcome other than NEED_FILE: the result, or the put's refusal."""
-    if result.status is AppendStatus.PUT_OK:
-        return result
+def _not_appended(result: AppendResult) -> PutMessageResult:
+    """The put's refusal for an append that failed (not PUT_OK, not NEED_FILE)."""
     if result.status in _TOO_LARGE:
         return _refused(PutMessageStatus.MESSAGE_ILLEGAL, "record does not fit a file")
     return _refused(PutMessageStatus.UNKNOWN_ERROR, f"append failed: {result.status.value}")
