@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from aiorocketmq.broker.processors import send as send_module
+from aiorocketmq.broker.timed_message import TIMER_PROPERTIES
 from aiorocketmq.common.msg_id import decode_offset_msg_id
 from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.common.subscription_group import SubscriptionGroupConfig
@@ -55,6 +56,12 @@ def _tags_code_in_cq(store: MessageStore, topic: str, queue_id: int, offset: int
     unit = queue.get_unit(offset)
     assert unit is not None
     return unit[2]
+
+
+def test_every_timer_property_holds_the_mark() -> None:
+    """The send path asks the timer only about texts holding ``TIMER_MARK``."""
+    assert TIMER_PROPERTIES
+    assert all(name.startswith(send_module.TIMER_MARK) for name in TIMER_PROPERTIES)
 
 
 async def test_cpp_send_frames_are_stored(tmp_path: Path) -> None:
