@@ -302,9 +302,9 @@ def phases(
     # The client's own flow control, not the broker: see cpp_client.STALL_S.
     print(
         f"{'  without its stalls':<22} {messages:>7} msgs in {span - stalled:7.2f} s = "
-        f"{messages / max(span - stalled, 1e-9):>9,.0f} msgs/s (the client stopped pulling "
-        f"{fields['stalls']} times, {stalled:.2f} s in all: over 1,000 messages of a queue "
-        "waited for its listener)"
+        f"{messages / max(span - stalled, 1e-9):>9,.0f} msgs/s (deliveries paused "
+        f"{fields['stalls']} times for 0.5 s or more, {stalled:.2f} s in all: the client's "
+        "own flow control)"
     )
     for topic in ("BenchSync", "BenchSyncK", "BenchOneway"):
         print(f"stored in {topic}: {uvloop.run(stored(broker.addr, topic))} messages")

@@ -58,11 +58,11 @@ from rocketmq.ffi import _CConsumeStatus, _CLogLevel, dll  # type: ignore[import
 
 TAGS = ("TagA", "TagB", "TagC")
 LOG_FILES = 2
+LOG_FILE_BYTES = 8 * 1024 * 1024
 #: A pause between two deliveries at least this long is counted as a stall. The
 #: 0.4.4 client (C++ core 1.0.1) stops pulling a queue for 1 s once more than 1,000 of
 #: its messages wait for the listener, so a listener slower than the pulls stalls.
 STALL_S = 0.5
-LOG_FILE_BYTES = 8 * 1024 * 1024
 
 
 def message_fields(i: int, prefix: str, shards: int) -> tuple[str, str, int, int]:
