@@ -10,7 +10,7 @@ from aiorocketmq.common.clock import ManualClock
 from aiorocketmq.common.message import Message
 from aiorocketmq.common.message_codec import encode_batch
 from aiorocketmq.store.dispatch_request import DispatchRequest
-from aiorocketmq.store.dispatch_soon import DispatchSoon
+from aiorocketmq.store.dispatch_soon import SCAN_FROM_PUTS, DispatchSoon
 from aiorocketmq.store.inner_message import MessageExtBatch
 from aiorocketmq.store.results import PutMessageResult
 from tests.unit.store.helpers import BORN_HOST, STORE_HOST
@@ -56,6 +56,46 @@ async def test_one_callback_per_iteration_singles_in_order_then_the_scan() -> No
     soon.note_put(_request(3), "c")
     await asyncio.sleep(0)
     assert calls[3:] == [(3, "c")]  # a later iteration gets a callback of its own
+
+
+async def test_many_singles_of_one_iteration_take_one_scan() -> None:
+    calls: list[object] = []
+    soon = _recorder(calls)
+    for offset in range(SCAN_FROM_PUTS - 1):
+        soon.note_put(_request(offset), "p")
+    await asyncio.sleep(0)
+    assert calls == [(offset, "p") for offset in range(SCAN_FROM_PUTS - 1)]
+    calls.clear()
+    for offset in range(SCAN_FROM_PUTS):
+        soon.note_put(_request(offset), "p")
+    soon.note_batch()
+    await asyncio.sleep(0)
+    assert calls == ["scan"], "one scan for the singles and the batch, nothing twice"
+
+
+async def test_a_store_dispatches_a_burst_of_singles_by_one_scan(tmp_path: Path) -> None:
+    """Pipelined puts: every unit, index key and queue offset as one by one."""
+    store = await open_store(store_config(tmp_path), clock=ManualClock())
+    try:
+        await put_ok(store, inner(b"zero"))
+        await dispatched(store)
+        count = SCAN_FROM_PUTS * 3
+        results = [
+            store.put_message_nowait(inner(f"m{i}".encode(), KEYS=f"k{i}", TAGS="t"))
+            for i in range(count)
+        ]
+        assert all(isinstance(r, PutMessageResult) and r.ok for r in results)
+        assert store.get_max_offset_in_queue(TOPIC, 0) == 1  # none dispatched yet
+        await asyncio.sleep(0)
+        assert store.get_max_offset_in_queue(TOPIC, 0) == 1 + count  # in that callback
+        await dispatched(store)  # keys too (the first index file is created meanwhile)
+        for i, result in enumerate(results):
+            assert isinstance(result, PutMessageResult)
+            assert store.get_commit_log_offset_in_queue(TOPIC, 0, 1 + i) == result.physical_offset
+            found = store.index_service.query_offset(TOPIC, f"k{i}", 10, 0, 2**62)
+            assert result.physical_offset in found.phy_offsets
+    finally:
+        await store.shutdown()
 
 
 async def test_a_store_answers_the_put_before_dispatching_it(tmp_path: Path) -> None:
