@@ -83,6 +83,8 @@ _V = TypeVar("_V")
 #: Every timer property's name starts with this (a test holds it so): a properties text
 #: without it holds none of them.
 TIMER_MARK: Final = "TIMER_"
+#: ``put_response`` of PUT_OK (its row quotes no limit, so the size given is unused).
+_PUT_OK_RESPONSE: Final = put_response(PutMessageStatus.PUT_OK, max_message_size=0)
 
 
 def _refusal(request: RemotingCommand, exc: ProcessorError) -> RemotingCommand:
@@ -410,8 +412,8 @@ class SendProcessor:
         self, request: RemotingCommand, result: PutMessageResult, queue_id: int
     ) -> RemotingCommand:
         """``handlePutMessageResult``: status -> code; a stored message's header."""
-        if result.status is PutMessageStatus.PUT_OK:  # the usual answer: the table's row
-            code, remark, stored = ResponseCode.SUCCESS, None, True  # test_status_map pins it
+        if result.status is PutMessageStatus.PUT_OK:  # the usual answer, looked up once
+            code, remark, stored = _PUT_OK_RESPONSE
         else:
             disk_util = ""
             if result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
