@@ -32,6 +32,7 @@ from aiorocketmq.client import (
     Message,
     MessageExt,
     MessageQueue,
+    MQBrokerError,
     MQClientError,
     Producer,
     ProducerConfig,
@@ -41,6 +42,7 @@ from aiorocketmq.client import (
     select_by_hash,
 )
 from aiorocketmq.common.constants import SCHEDULE_TOPIC_XXXX
+from aiorocketmq.remoting.broker_headers import QueryConsumerOffsetRequestHeader
 from aiorocketmq.remoting.codes import RequestCode
 from aiorocketmq.remoting.command import RemotingCommand
 from tests.support.cluster import broker_request, start_broker, start_namesrv
@@ -75,12 +77,24 @@ async def send_keys(namesrv: str, topic: str, keys: list[str]) -> None:
 
 
 async def committed_everything(namesrv: str, group: str, topic: str) -> bool:
-    """Whether ``group``'s committed offset (on the broker) is at the end of every queue."""
-    async with PullConsumer(group, client_config=client(namesrv, f"check-{group}")) as checker:
-        for mq in await checker.fetch_subscribe_message_queues(topic):
-            if await checker.fetch_consume_offset(mq, from_store=True) != await checker.max_offset(
-                mq
-            ):
+    """Whether ``group``'s committed offset (on the broker) is at the end of every queue.
+
+    The checker is a client of its own group: a consumer of ``group`` would join it,
+    and its arrival makes the group's push consumer rebalance and drop queues whose
+    last consume is still finishing, so they are delivered again once taken back.
+    """
+    async with PullConsumer("CG-offset-checker", client_config=client(namesrv, "check")) as checker:
+        mqs = await checker.fetch_subscribe_message_queues(topic)
+        await checker.instance.update_topic_route(topic)
+        for mq in mqs:
+            address = checker.instance.find_broker_address_in_publish(mq.broker_name)
+            assert address is not None
+            header = QueryConsumerOffsetRequestHeader(group, topic, mq.queue_id)
+            try:
+                committed = await checker.instance.api.query_consumer_offset(address, header, 3_000)
+            except MQBrokerError:  # QUERY_NOT_FOUND: nothing committed yet
+                return False
+            if committed != await checker.max_offset(mq):
                 return False
     return True
 
