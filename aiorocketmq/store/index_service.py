@@ -30,6 +30,7 @@ import numpy as np
 
 from aiorocketmq.common.clock import Clock, SystemClock
 from aiorocketmq.common.constants import MessageSysFlag
+from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.common.tag_hash import index_key_hash, index_key_hashes
 from aiorocketmq.runtime.executor import BlockingExecutor
@@ -44,6 +45,15 @@ __all__ = ["IndexService", "QueryOffsetResult", "index_keys"]
 _SCALAR_KEYS: Final = 16  # also the most IndexFile.put_hash_list (the C kernel) takes
 """Up to this many keys per call are hashed and put one by one (numpy's fixed cost is
 about that of 16 scalar hashes)."""
+
+_KERNEL_REQUESTS: Final = 8
+"""From this many requests (a chunk, a batch) their keys are gathered by the C kernel,
+which hands back arrays; fewer (a single send's) keep the lists of the scalar way."""
+
+_ROLLBACK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+
+#: ``index_key_table`` (``_hash_kernels.pyx``) when built and not turned off.
+_KERNEL = load_kernel("aiorocketmq.common._hash_kernels")
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +80,29 @@ def index_keys(request: DispatchRequest) -> list[str]:
     if request.keys:
         keys.extend(f"{topic}#{k}" for k in request.keys.split(MessageConst.KEY_SEPARATOR) if k)
     return keys
+
+
+def gather_keys(
+    requests: Sequence[DispatchRequest], end_phy: int, resume: tuple[int, int] | None
+) -> tuple[list[str], list[int]]:
+    """The index keys of ``requests`` still to put, and per key its request's position.
+
+    A request below ``end_phy`` was indexed before (a redispatch); a rolled-back one
+    has nothing to index; of the one at ``resume[0]``, the first ``resume[1]`` keys
+    are in a previous file already. ``index_key_table`` is the C twin.
+    """
+    keys: list[str] = []
+    owners: list[int] = []
+    for position, request in enumerate(requests):
+        offset = request.commit_log_offset
+        if offset < end_phy or request.transaction_type == _ROLLBACK:
+            continue
+        found = index_keys(request)
+        if resume is not None and resume[0] == offset:
+            found = found[resume[1] :]
+        keys.extend(found)
+        owners.extend([position] * len(found))
+    return keys, owners
 
 
 class IndexService(Service):
@@ -183,40 +216,44 @@ class IndexService(Service):
             return len(requests)
         index = self.writable_file()
         end_phy = index.end_phy_offset if index is not None else -1
-        keys: list[str] = []
-        owners: list[int] = []  # per key: the position of its request in ``requests``
-        rollback = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
         resume = self._resume
         self._resume = None
-        for position, request in enumerate(requests):
-            offset = request.commit_log_offset
-            if offset < end_phy or request.transaction_type == rollback:
-                continue  # indexed before (redispatch), or nothing to index
-            found = index_keys(request)
-            if resume is not None and resume[0] == offset:
-                found = found[resume[1] :]
-            keys.extend(found)
-            owners.extend([position] * len(found))
-        if not keys:
-            return len(requests)
-        if index is None:
-            self._resume = resume
-            return owners[0]
-        if len(keys) <= _SCALAR_KEYS:
-            put = self._put_one_by_one(index, keys, owners, requests)
+        if _KERNEL is not None and len(requests) >= _KERNEL_REQUESTS:
+            hashes, positions, offsets, stamps = _KERNEL.index_key_table(
+                list(requests), end_phy, *(resume or (-1, 0)), _ROLLBACK
+            )
+            if not len(positions):
+                return len(requests)
+            put = index.put_hashes(hashes, offsets, stamps) if index is not None else 0
+            if put == len(positions):
+                return len(requests)
+            owners = positions.tolist()
         else:
-            owner = np.array(owners, dtype=np.int64)
-            offsets = np.fromiter((r.commit_log_offset for r in requests), np.int64, len(requests))
-            times = np.fromiter((r.store_timestamp for r in requests), np.int64, len(requests))
-            put = index.put_hashes(index_key_hashes(keys), offsets[owner], times[owner])
-        if put == len(keys):
-            return len(requests)
+            keys, owners = gather_keys(requests, end_phy, resume)
+            if not keys:
+                return len(requests)
+            put = self._put_keys(index, keys, owners, requests) if index is not None else 0
+            if put == len(keys):
+                return len(requests)
+        # The file filled up (or there is none) at key ``put``: its request waits.
         stuck = owners[put]
         done_of_stuck = put - owners.index(stuck)
         if resume is not None and resume[0] == requests[stuck].commit_log_offset:
             done_of_stuck += resume[1]
         self._resume = (requests[stuck].commit_log_offset, done_of_stuck)
         return stuck
+
+    def _put_keys(
+        self, index: IndexFile, keys: list[str], owners: list[int],
+        requests: Sequence[DispatchRequest],
+    ) -> int:  # fmt: skip
+        """Put ``keys`` (of ``requests[owners[k]]``) into ``index``: how many went in."""
+        if len(keys) <= _SCALAR_KEYS:
+            return self._put_one_by_one(index, keys, owners, requests)
+        owner = np.array(owners, dtype=np.int64)
+        offsets = np.fromiter((r.commit_log_offset for r in requests), np.int64, len(requests))
+        times = np.fromiter((r.store_timestamp for r in requests), np.int64, len(requests))
+        return index.put_hashes(index_key_hashes(keys), offsets[owner], times[owner])
 
     @staticmethod
     def _put_one_by_one(

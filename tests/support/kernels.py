@@ -59,10 +59,15 @@ def use_batch_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def use_index_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make ``IndexFile.put_hashes`` run in C ("c") or in numpy ("python")."""
+    """Make ``IndexFile.put_hashes`` run in C ("c") or in numpy ("python"), and the
+    index service gather a chunk's keys in C or in Python."""
     _use_kernel(
         implementation, monkeypatch, "aiorocketmq.store.index_file",
         "aiorocketmq.store._index_kernels",
+    )  # fmt: skip
+    _use_kernel(
+        implementation, monkeypatch, "aiorocketmq.store.index_service",
+        "aiorocketmq.common._hash_kernels",
     )  # fmt: skip
 
 

@@ -8,15 +8,18 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from aiorocketmq.common import tag_hash
 from aiorocketmq.common.clock import ManualClock
 from aiorocketmq.common.constants import MessageSysFlag
 from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.errors import StoreLoadError
 from aiorocketmq.store.index_file import IndexFile
-from aiorocketmq.store.index_service import IndexService, index_keys
-from tests.support.kernels import IMPLEMENTATIONS, use_index_kernel
+from aiorocketmq.store.index_service import IndexService, gather_keys, index_keys
+from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip, use_index_kernel
 from tests.support.wait import wait_until
 from tests.unit.store.helpers import make_record, small_config
 
@@ -271,3 +274,56 @@ async def test_batches_write_the_same_files_as_one_message_at_a_time(
     for service in services:
         await service.shutdown()
         service.close()
+
+
+_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=6)
+"""Any code points: non-BMP ones hash as two UTF-16 units, lone surrogates as one."""
+
+_REQUESTS = st.lists(
+    st.builds(
+        lambda topic, uniq, words, flag, ts: DispatchRequest(
+            topic=topic,
+            queue_id=0,
+            commit_log_offset=0,
+            msg_size=100,
+            tags_code=0,
+            store_timestamp=ts,
+            consume_queue_offset=0,
+            keys=words,
+            uniq_key=uniq,
+            sys_flag=flag,
+        ),  # fmt: skip
+        st.sampled_from(["TopicTest", "t\U0001f600", "\ud800x"]),
+        st.none() | _TEXT,
+        st.none() | st.lists(_TEXT | st.just(""), max_size=4).map(" ".join),
+        st.sampled_from([0, 4, 8, 12, 13]),
+        st.integers(0, 2**41),
+    ),
+    max_size=24,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(requests=_REQUESTS, data=st.data())
+def test_key_table_kernel_is_the_reference_gathering(
+    requests: list[DispatchRequest], data: st.DataObject
+) -> None:
+    """``index_key_table`` (C) gives what ``gather_keys`` and the key hash give, key by
+    key: skips (below the file's end, rolled back), empty words, the resumed request."""
+    kernel = kernel_or_skip("aiorocketmq.common._hash_kernels")
+    for position, req in enumerate(requests):
+        req.commit_log_offset = position * 100
+    end_phy = data.draw(st.integers(-1, len(requests) * 100))
+    resume = data.draw(
+        st.none()
+        | st.tuples(st.integers(0, len(requests)).map(lambda p: p * 100), st.integers(0, 3))
+    )
+    keys, owners = gather_keys(requests, end_phy, resume)
+    rollback = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+    hashes, positions, offsets, stamps = kernel.index_key_table(
+        requests, end_phy, *(resume or (-1, 0)), rollback
+    )
+    assert hashes.tolist() == [tag_hash.py_index_key_hash(key) for key in keys]
+    assert positions.tolist() == owners
+    assert offsets.tolist() == [requests[p].commit_log_offset for p in owners]
+    assert stamps.tolist() == [requests[p].store_timestamp for p in owners]
