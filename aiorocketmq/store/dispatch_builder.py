@@ -37,8 +37,8 @@ from aiorocketmq.store.inner_message import parse_delay_level
 log = logging.getLogger(__name__)
 
 _TAGS_CACHE_MAX: Final = 4096  # distinct TAGS values remembered; a topic has few
-#: Records the kernel builds per call. The dispatcher checks its time budget every 32
-#: requests and may stop a step mid-run (the rest is built again next step), so a run
+#: Records the kernel builds per call. The dispatcher checks its time budget after each
+#: run and may stop a step mid-run (the rest is built again next step), so a run
 #: stays small: little waste, and far under a step's time budget.
 _KERNEL_RUN: Final = 64
 _SCHEDULE_TOPIC_RAW: Final = RMQ_SYS_SCHEDULE_TOPIC.encode()
@@ -74,9 +74,14 @@ class DispatchRequestBuilder:
             code = self._deliver_time(props, record.store_timestamp, code)
         return DispatchRequest.from_record(record, code)
 
-    def walk(self, view: memoryview, walk: RecordWalk) -> Iterator[tuple[DispatchRequest, int]]:
-        """``(request, end)`` of each record of ``view`` in order; see the module docstring.
+    def walk(
+        self, view: memoryview, walk: RecordWalk
+    ) -> Iterator[tuple[list[DispatchRequest], list[int]]]:
+        """The records of ``view`` in order, in runs: ``(requests, ends)``, each end
+        where its record ends in ``view``; see the module docstring.
 
+        A kernel run holds up to ``_KERNEL_RUN`` records, a scanned one a single
+        record: the caller's per-record work is a list extend, not a loop step.
         ``walk.scanner`` holds the scanner (and, once the walk is exhausted, its stop).
         """
         pos = 0
@@ -86,13 +91,14 @@ class DispatchRequestBuilder:
                     view, pos, _KERNEL_RUN, DispatchRequest, string_to_properties,
                     self.tags_code, _SCHEDULE_TOPIC_RAW,
                 )  # fmt: skip
-                yield from zip(requests, ends, strict=True)
+                if requests:
+                    yield requests, ends
                 pos = after
                 if len(requests) < _KERNEL_RUN:
                     break  # the kernel stopped before a record: the scanner decides it
         scanner = walk.scanner = RecordScanner(view, pos)
         for record in scanner:
-            yield self.from_record(record), record.end
+            yield [self.from_record(record)], [record.end]
 
     def complete_put(self, request: DispatchRequest, properties: str) -> None:
         """Fill in what the stored ``properties`` give, parsed as a scanned record's.

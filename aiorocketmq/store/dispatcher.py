@@ -392,13 +392,15 @@ class ReputMessageService(Service):
             started = perf_counter()
             deadline = self._pacing.walk_deadline(started)  # units and keys come after
             done: list[DispatchRequest] = []
-            ends: list[int] = []
+            ends: list[int] = []  # where each record ends in the slice
             outcome: str | _NeedFile | None = None
-            for request, end in self._builder.walk(selected.view, walk):
-                done.append(request)
-                ends.append(base + end)
-                budget -= 1
-                if budget == 0 or (budget & 31 == 0 and perf_counter() > deadline):
+            for requests, run_ends in self._builder.walk(selected.view, walk):
+                if len(requests) >= budget:  # the run's fresh lists: cut them to the cap
+                    del requests[budget:], run_ends[budget:]
+                done += requests
+                ends += run_ends
+                budget -= len(requests)
+                if budget == 0 or perf_counter() > deadline:
                     outcome = _CONTINUE
                     break
             walked = perf_counter()
@@ -409,7 +411,7 @@ class ReputMessageService(Service):
             self._notify_all(done[:indexed])
             self._pacing.learn(started, walked, len(done))
             if indexed:
-                self.reput_from = ends[indexed - 1]
+                self.reput_from = base + ends[indexed - 1]
             if indexed < len(done):
                 return _NeedFile(done[indexed], None)  # reput_from points at it
             if outcome is not None:

@@ -60,7 +60,11 @@ def _encode(kwargs: dict[str, Any]) -> bytes:
 
 def _walk(view: memoryview) -> tuple[list[tuple[Any, int]], Any]:
     walk = RecordWalk()
-    items = list(DispatchRequestBuilder((1000, 5000)).walk(view, walk))
+    items = [
+        item
+        for run in DispatchRequestBuilder((1000, 5000)).walk(view, walk)
+        for item in zip(*run, strict=True)
+    ]
     assert walk.scanner is not None
     return items, walk.scanner.stop
 
