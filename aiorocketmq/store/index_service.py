@@ -227,7 +227,7 @@ class IndexService(Service):
             put = index.put_hashes(hashes, offsets, stamps) if index is not None else 0
             if put == len(positions):
                 return len(requests)
-            owners = positions.tolist()
+            owners: list[int] = positions.tolist()
         else:
             keys, owners = gather_keys(requests, end_phy, resume)
             if not keys:

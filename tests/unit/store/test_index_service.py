@@ -279,20 +279,16 @@ async def test_batches_write_the_same_files_as_one_message_at_a_time(
 _TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=6)
 """Any code points: non-BMP ones hash as two UTF-16 units, lone surrogates as one."""
 
+
+def _keyed(topic: str, uniq: str | None, keys: str | None, flag: int, ts: int) -> DispatchRequest:
+    req = request(0, keys=keys, uniq=uniq, sys_flag=flag, ts=ts)
+    req.topic = topic
+    return req
+
+
 _REQUESTS = st.lists(
     st.builds(
-        lambda topic, uniq, words, flag, ts: DispatchRequest(
-            topic=topic,
-            queue_id=0,
-            commit_log_offset=0,
-            msg_size=100,
-            tags_code=0,
-            store_timestamp=ts,
-            consume_queue_offset=0,
-            keys=words,
-            uniq_key=uniq,
-            sys_flag=flag,
-        ),  # fmt: skip
+        _keyed,
         st.sampled_from(["TopicTest", "t\U0001f600", "\ud800x"]),
         st.none() | _TEXT,
         st.none() | st.lists(_TEXT | st.just(""), max_size=4).map(" ".join),
