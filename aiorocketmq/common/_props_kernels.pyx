@@ -3,7 +3,9 @@
 
 Owns: ``string_to_properties``, the compiled twin of ``py_string_to_properties``
 (RocketMQ 4.9.8's ``string2messageProperties``), and ``peek_property``, the twin of
-``py_peek_property`` (one name's value by the same rules, without the map);
+``py_peek_property`` (one name's value by the same rules, without the map), and
+``select_properties``, the twin of ``py_select_properties`` (a few names' values in
+one pass, without the map);
 ``properties`` binds them when built (``common.kernels``) and the same tests run
 against both.
 
@@ -78,3 +80,50 @@ def peek_property(str text, str name):
                 return PyUnicode_Substring(text, start + m + 1, value_end)
         end = start - 1
     return None
+
+
+def select_properties(str text, tuple names):
+    """``tuple(string_to_properties(text).get(name) for name in names)``, one pass."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t count = len(names), k, i, m
+    cdef Py_ssize_t start = 0, end, sep
+    cdef Py_ssize_t[8] value_start
+    cdef Py_ssize_t[8] value_end
+    cdef unsigned int c
+    cdef str name
+    cdef bint same
+    if count > 8:
+        raise ValueError("at most 8 names")
+    for k in range(count):
+        value_start[k] = -1
+    while start < n:
+        end, sep = start, -1
+        while end < n:
+            c = <unsigned int>PyUnicode_READ(kind, data, end)
+            if c == 2:
+                break
+            if c == 1 and sep < 0:
+                sep = end
+            end += 1
+        if start < sep < end - 1:  # a pair that counts: is its name one of ours?
+            for k in range(count):
+                name = names[k]
+                m = PyUnicode_GET_LENGTH(name)
+                if m != sep - start:
+                    continue
+                same = True
+                for i in range(m):
+                    if PyUnicode_READ(kind, data, start + i) != PyUnicode_READ(
+                        PyUnicode_KIND(name), PyUnicode_DATA(name), i
+                    ):
+                        same = False
+                        break
+                if same:  # a later pair wins; a name given twice gets it twice
+                    value_start[k], value_end[k] = sep + 1, end
+        start = end + 1
+    return tuple(
+        PyUnicode_Substring(text, value_start[k], value_end[k]) if value_start[k] >= 0 else None
+        for k in range(count)
+    )

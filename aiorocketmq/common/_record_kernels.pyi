@@ -32,7 +32,8 @@ def dispatch_requests(
     pos: int,
     max_count: int,
     cls: type[Any],
-    parse_properties: Callable[[str], dict[str, str]],
+    select_properties: Callable[[str, tuple[str, ...]], tuple[str | None, ...]],
+    names: tuple[str, str, str],
     tags_code: Callable[[str | None], int],
     stop_topic: bytes,
 ) -> tuple[list[Any], list[int], int]: ...

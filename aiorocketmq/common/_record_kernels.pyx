@@ -542,12 +542,14 @@ def patch_records(records, list sizes, int64_t base, int64_t first_queue_offset,
 
 
 def dispatch_requests(
-    view, Py_ssize_t pos, Py_ssize_t max_count, cls, parse_properties, tags_code,
-    bytes stop_topic,
+    view, Py_ssize_t pos, Py_ssize_t max_count, cls, select_properties, tuple names,
+    tags_code, bytes stop_topic,
 ):
     """``(requests, ends, next_pos)``: up to ``max_count`` sound records from ``pos`` of
     ``view`` as ``cls`` (``DispatchRequest``) objects, built as the dispatcher's
-    ``from_record`` builds them, and each one's end; it stops before anything else
+    ``from_record`` builds them but with the properties kept as text (the values of
+    ``names``, TAGS, KEYS and UNIQ_KEY, come from ``select_properties``), and each
+    one's end; it stops before anything else
     (not a sound record, or a record of ``stop_topic``, whose tagsCode has other
     rules), and ``next_pos`` is where the scanner takes over."""
     cdef Py_buffer buf
@@ -581,22 +583,24 @@ def dispatch_requests(
                 topic_raw, topic_raw_len = p + topic_pos + topic_len_size, topic_len
                 topic = PyUnicode_DecodeUTF8(<const char*>topic_raw, topic_len, "surrogateescape")
             props_pos = topic_pos + topic_len_size + topic_len + 2
-            props = parse_properties(PyUnicode_DecodeUTF8(
+            text = PyUnicode_DecodeUTF8(
                 <const char*>(p + props_pos), total - props_pos, "surrogateescape"
-            ))
+            )
+            tags, keys, uniq = select_properties(text, names)  # TAGS, KEYS, UNIQ_KEY
             request = new(cls)
             request.topic = topic
             request.queue_id = _i32(p + 12)
             request.commit_log_offset = _i64(p + 28)
             request.msg_size = total
-            request.tags_code = tags_code(props.get("TAGS"))
+            request.tags_code = tags_code(tags)
             request.store_timestamp = _i64(p + l.store_ts)
             request.consume_queue_offset = _i64(p + 20)
-            request.keys = props.get("KEYS")
-            request.uniq_key = props.get("UNIQ_KEY")
+            request.keys = keys
+            request.uniq_key = uniq
             request.sys_flag = _i32(p + 36)
             request.prepared_transaction_offset = _i64(p + l.reconsume + 4)
-            request.properties = props
+            request.properties_raw = text
+            request.properties = None  # parsed when asked (an arrival notice)
             requests.append(request)
             pos += total
             ends.append(pos)

@@ -200,11 +200,27 @@ def py_peek_property(text: str, name: str) -> str | None:
     return text[start:] if end < 0 else text[start:end]
 
 
+def py_select_properties(text: str, names: tuple[str, ...]) -> tuple[str | None, ...]:
+    """``py_string_to_properties(text).get(name)`` for each of ``names`` (at most 8).
+
+    The dispatcher needs three values of every stored record (TAGS, KEYS, UNIQ_KEY),
+    not its map; the C twin finds them in one pass without building one.
+    """
+    if len(names) > 8:
+        raise ValueError("at most 8 names")
+    props = py_string_to_properties(text)
+    return tuple(props.get(name) for name in names)
+
+
 _KERNEL = load_kernel("aiorocketmq.common._props_kernels")
 #: ``py_string_to_properties``, in C when built (``_props_kernels.pyx``): every send
 #: parses its properties on the broker, and every consumed message's keys need them.
 string_to_properties: Callable[[str], dict[str, str]] = (
     _KERNEL.string_to_properties if _KERNEL is not None else py_string_to_properties
+)
+#: ``py_select_properties``, in C when built.
+select_properties: Callable[[str, tuple[str, ...]], tuple[str | None, ...]] = (
+    _KERNEL.select_properties if _KERNEL is not None else py_select_properties
 )
 #: ``py_peek_property``, in C when built.
 peek_property: Callable[[str, str], str | None] = (

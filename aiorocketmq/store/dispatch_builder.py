@@ -28,7 +28,7 @@ from typing import Final
 from aiorocketmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC
 from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.message_codec import RecordScanner, RecordView
-from aiorocketmq.common.properties import MessageConst, string_to_properties
+from aiorocketmq.common.properties import MessageConst, select_properties, string_to_properties
 from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.errors import StoreError
@@ -42,6 +42,12 @@ _TAGS_CACHE_MAX: Final = 4096  # distinct TAGS values remembered; a topic has fe
 #: stays small: little waste, and far under a step's time budget.
 _KERNEL_RUN: Final = 64
 _SCHEDULE_TOPIC_RAW: Final = RMQ_SYS_SCHEDULE_TOPIC.encode()
+_DISPATCH_PROPERTIES: Final = (
+    MessageConst.PROPERTY_TAGS,
+    MessageConst.PROPERTY_KEYS,
+    MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+)
+"""What a request needs of a record's properties; the map is parsed only when asked."""
 
 
 class RecordWalk:
@@ -88,8 +94,8 @@ class DispatchRequestBuilder:
         if _KERNEL is not None:
             while True:
                 requests, ends, after = _KERNEL.dispatch_requests(
-                    view, pos, _KERNEL_RUN, DispatchRequest, string_to_properties,
-                    self.tags_code, _SCHEDULE_TOPIC_RAW,
+                    view, pos, _KERNEL_RUN, DispatchRequest, select_properties,
+                    _DISPATCH_PROPERTIES, self.tags_code, _SCHEDULE_TOPIC_RAW,
                 )  # fmt: skip
                 if requests:
                     yield requests, ends
@@ -108,6 +114,7 @@ class DispatchRequestBuilder:
         """
         if request.topic == RMQ_SYS_SCHEDULE_TOPIC:
             raise ValueError("a schedule-topic record's tagsCode needs from_record")
+        request.properties_raw = properties
         props = request.properties = string_to_properties(properties)
         request.tags_code = self.tags_code(props.get(MessageConst.PROPERTY_TAGS))
         request.keys = props.get(MessageConst.PROPERTY_KEYS)
@@ -120,7 +127,6 @@ class DispatchRequestBuilder:
             StoreError: they differ (a bug in the put's request; the store stops).
         """
         expected = self.from_record(next(iter(RecordScanner(stored))))
-        expected.properties = dict(expected.properties or {})  # the view's map is shared
         if expected != request:
             raise StoreError(f"a put's dispatch request {request} != the record's {expected}")
 

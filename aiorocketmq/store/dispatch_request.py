@@ -10,10 +10,10 @@ Must not: compute tagsCode (the dispatcher does: a tag hash, or a deliver time f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiorocketmq.common.constants import MessageSysFlag
-from aiorocketmq.common.properties import MessageConst
+from aiorocketmq.common.properties import MessageConst, string_to_properties
 from aiorocketmq.common.record_view import RecordView
 
 __all__ = ["DispatchRequest"]
@@ -35,7 +35,9 @@ class DispatchRequest:
         uniq_key: the ``UNIQ_KEY`` property, if any.
         sys_flag: SYSFLAG (the transaction type decides what is built).
         prepared_transaction_offset: PREPARED TRANSACTION OFFSET.
-        properties: the parsed properties, if the dispatcher has them.
+        properties_raw: the stored properties string.
+        properties: ``properties_raw`` parsed, once someone needed the map (the
+            record walk leaves it None: ``parsed_properties`` parses on demand).
     """
 
     topic: str
@@ -49,7 +51,15 @@ class DispatchRequest:
     uniq_key: str | None = None
     sys_flag: int = 0
     prepared_transaction_offset: int = 0
-    properties: dict[str, str] | None = None
+    properties_raw: str = ""
+    properties: dict[str, str] | None = field(default=None, compare=False)
+
+    def parsed_properties(self) -> dict[str, str]:
+        """The properties as a map, parsed from ``properties_raw`` on first use."""
+        props = self.properties
+        if props is None:
+            props = self.properties = string_to_properties(self.properties_raw)
+        return props
 
     @property
     def transaction_type(self) -> int:
@@ -80,5 +90,6 @@ class DispatchRequest:
             uniq_key=props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
             sys_flag=record.sys_flag,
             prepared_transaction_offset=record.prepared_transaction_offset,
+            properties_raw=record.properties_raw,
             properties=props,
         )

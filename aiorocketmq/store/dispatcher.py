@@ -495,7 +495,7 @@ class ReputMessageService(Service):
                 request.consume_queue_offset + 1,
                 request.tags_code,
                 request.store_timestamp,
-                request.properties or {},
+                request.parsed_properties(),
             )
 
     def _after_stop(self, stop: ScanStop, base: int, size: int, view: memoryview) -> str:

@@ -232,3 +232,30 @@ def test_peek_gives_the_parsed_value_or_defers_to_the_parse(
         assert ("\x01" in name or "\x02" in name) or (last and last[-1] == name + "\x01")
     else:
         assert got == want
+
+
+Select = Callable[[str, tuple[str, ...]], "tuple[str | None, ...]"]
+
+
+@pytest.fixture(params=IMPLEMENTATIONS, scope="module")
+def select(request: pytest.FixtureRequest) -> Select:
+    selected: Select = _implementation(request.param, "select_properties")
+    return selected
+
+
+@settings(max_examples=500)
+@given(
+    st.lists(_ALPHABET, max_size=30).map("".join),
+    st.lists(_PEEK_NAMES, max_size=8).map(tuple),
+)
+def test_select_gives_the_parsed_values(select: Select, text: str, names: tuple[str, ...]) -> None:
+    """The dispatcher's three values of a record without the map: for each name what
+    Java's parse gives (a later duplicate wins, an empty value does not count), None
+    for a name it lacks, whatever the names hold."""
+    parsed = java_string2message_properties(text)
+    assert select(text, names) == tuple(parsed.get(name) for name in names)
+
+
+def test_select_takes_at_most_eight_names(select: Select) -> None:
+    with pytest.raises(ValueError, match="at most 8"):
+        select("a\x01b", tuple("abcdefghi"))
