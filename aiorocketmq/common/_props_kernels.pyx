@@ -23,22 +23,32 @@ cdef extern from "Python.h":
     object PyUnicode_Substring(object text, Py_ssize_t start, Py_ssize_t end)
 
 
+cdef inline Py_ssize_t _segment_end(
+    int kind, void* data, Py_ssize_t n, Py_ssize_t start, Py_ssize_t* sep
+) noexcept:
+    """Where the segment at ``start`` ends (its ``\\x02``, or ``n``); ``sep[0]`` is
+    its first ``\\x01``, or -1."""
+    cdef Py_ssize_t end = start
+    cdef unsigned int c
+    sep[0] = -1
+    while end < n:
+        c = <unsigned int>PyUnicode_READ(kind, data, end)
+        if c == 2:
+            break
+        if c == 1 and sep[0] < 0:
+            sep[0] = end
+        end += 1
+    return end
+
+
 def string_to_properties(str text):
     cdef dict result = {}
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
     cdef int kind = PyUnicode_KIND(text)
     cdef void* data = PyUnicode_DATA(text)
     cdef Py_ssize_t start = 0, end, sep
-    cdef unsigned int c
     while start < n:
-        end, sep = start, -1
-        while end < n:
-            c = <unsigned int>PyUnicode_READ(kind, data, end)
-            if c == 2:
-                break
-            if c == 1 and sep < 0:
-                sep = end
-            end += 1
+        end = _segment_end(kind, data, n, start, &sep)
         if start < sep < end - 1:
             result[PyUnicode_Substring(text, start, sep)] = PyUnicode_Substring(
                 text, sep + 1, end
@@ -91,7 +101,6 @@ def select_properties(str text, tuple names):
     cdef Py_ssize_t start = 0, end, sep
     cdef Py_ssize_t[8] value_start
     cdef Py_ssize_t[8] value_end
-    cdef unsigned int c
     cdef str name
     cdef bint same
     if count > 8:
@@ -99,14 +108,7 @@ def select_properties(str text, tuple names):
     for k in range(count):
         value_start[k] = -1
     while start < n:
-        end, sep = start, -1
-        while end < n:
-            c = <unsigned int>PyUnicode_READ(kind, data, end)
-            if c == 2:
-                break
-            if c == 1 and sep < 0:
-                sep = end
-            end += 1
+        end = _segment_end(kind, data, n, start, &sep)
         if start < sep < end - 1:  # a pair that counts: is its name one of ours?
             for k in range(count):
                 name = names[k]
