@@ -136,7 +136,8 @@ def index_key_table(
             if skip:
                 skip -= 1
             else:
-                table.add(_hash_more(prefix, text, 0, PyUnicode_GET_LENGTH(text)), position, offset, stamp)
+                n = PyUnicode_GET_LENGTH(text)
+                table.add(_hash_more(prefix, text, 0, n), position, offset, stamp)
         keys = request.keys
         if keys is None:
             continue

@@ -549,9 +549,9 @@ def dispatch_requests(
     ``view`` as ``cls`` (``DispatchRequest``) objects, built as the dispatcher's
     ``from_record`` builds them but with the properties kept as text (the values of
     ``names``, TAGS, KEYS and UNIQ_KEY, come from ``select_properties``), and each
-    one's end; it stops before anything else
-    (not a sound record, or a record of ``stop_topic``, whose tagsCode has other
-    rules), and ``next_pos`` is where the scanner takes over."""
+    one's end. It stops before anything else (not a sound record, or a record of
+    ``stop_topic``, whose tagsCode has other rules); ``next_pos`` is where the
+    scanner takes over."""
     cdef Py_buffer buf
     cdef list requests = [], ends = []
     cdef Py_ssize_t size, total, count = 0, topic_pos, props_pos
