@@ -1,7 +1,7 @@
 """DispatchSoon: a master's puts are dispatched in a callback after their replies.
 
 Owns: the hand-over from the put path to the dispatcher. A put notes what it appended
-(``note_put`` for a single message's record, ``note_batch`` for anything else); one
+(``note_put`` for a single message and its append, ``note_batch`` for anything else); one
 callback per loop iteration, scheduled by the first note, then runs the
 dispatcher's inline steps (``dispatch_put`` for each single, ``dispatch_now`` for the
 rest; from ``SCAN_FROM_PUTS`` singles on, one ``dispatch_now`` for them all). It runs
@@ -22,9 +22,11 @@ import asyncio
 from collections.abc import Callable
 from typing import Final
 
+from aiorocketmq.store.commit_log import AppendResult
 from aiorocketmq.store.dispatch_request import DispatchRequest
+from aiorocketmq.store.inner_message import MessageExtBrokerInner
 
-__all__ = ["SCAN_FROM_PUTS", "DispatchSoon"]
+__all__ = ["SCAN_FROM_PUTS", "DispatchSoon", "put_request"]
 
 SCAN_FROM_PUTS: Final = 8
 """From this many single puts in one iteration (pipelined sends: many requests per
@@ -52,13 +54,17 @@ class DispatchSoon:
     ) -> None:
         self._dispatch_put = dispatch_put
         self._dispatch_now = dispatch_now
-        self._puts: list[tuple[DispatchRequest, str]] = []
+        self._puts: list[tuple[MessageExtBrokerInner, AppendResult]] = []
         self._batch = False
         self._scheduled = False
 
-    def note_put(self, request: DispatchRequest, properties: str) -> None:
-        """A single put appended the record ``request`` describes."""
-        self._puts.append((request, properties))
+    def note_put(self, msg: MessageExtBrokerInner, appended: AppendResult) -> None:
+        """A single put appended ``msg`` (stored as sent) as ``appended`` says.
+
+        Its request is built only if it is dispatched on its own: a scan reads the
+        record back anyway.
+        """
+        self._puts.append((msg, appended))
         self._schedule()
 
     def note_batch(self) -> None:
@@ -85,7 +91,23 @@ class DispatchSoon:
         if len(puts) >= SCAN_FROM_PUTS:
             batch = True  # the scan takes them, in CommitLog order
         else:
-            for request, properties in puts:
-                self._dispatch_put(request, properties)
+            for msg, appended in puts:
+                self._dispatch_put(put_request(msg, appended), msg.stored_properties())
         if batch:
             self._dispatch_now()
+
+
+def put_request(msg: MessageExtBrokerInner, appended: AppendResult) -> DispatchRequest:
+    """The appended record's request, without what its properties give (the dispatcher
+    completes it from the stored properties string)."""
+    return DispatchRequest(
+        msg.topic,
+        msg.queue_id,
+        appended.physical_offset,
+        appended.wrote_bytes,
+        0,
+        appended.store_timestamp,
+        appended.queue_offset,
+        sys_flag=msg.sys_flag,
+        prepared_transaction_offset=msg.prepared_transaction_offset,
+    )

@@ -55,7 +55,6 @@ from aiorocketmq.common.record_encoder import encode_batch_records
 from aiorocketmq.runtime.lifecycle import ServiceStateError
 from aiorocketmq.store.commit_log import AppendResult, AppendStatus, CommitLog, queue_key
 from aiorocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
-from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.errors import StoreError
 from aiorocketmq.store.flush import GroupCommitService
 from aiorocketmq.store.inner_message import (
@@ -125,7 +124,7 @@ class MessagePutter:
         flags: RunningFlags,
         stats: StoreStats,
         wakeup: Callable[[], None],
-        dispatch_put: Callable[[DispatchRequest, str], None] | None = None,
+        dispatch_put: Callable[[MessageExtBrokerInner, AppendResult], None] | None = None,
     ) -> None:
         self._commit_log = commit_log
         self._clock = clock
@@ -420,7 +419,7 @@ class MessagePutter:
         # msync starts rather than while the msync thread waits for the GIL to finish
         # (under uvloop both orders measured about the same).
         if single is not None and self._dispatch_put is not None:
-            self._dispatch_put(_dispatch_request(single, appended), single.stored_properties())
+            self._dispatch_put(single, appended)
         else:
             self._wakeup()
         flushed: asyncio.Future[bool] | None = None
@@ -504,22 +503,6 @@ def is_out_of_space(exc: BaseException) -> bool:
             return True
         cause = cause.__cause__
     return False
-
-
-def _dispatch_request(msg: MessageExtBrokerInner, appended: AppendResult) -> DispatchRequest:
-    """The appended record's request, without what its properties give (the dispatcher
-    completes it from the stored properties string)."""
-    return DispatchRequest(
-        msg.topic,
-        msg.queue_id,
-        appended.physical_offset,
-        appended.wrote_bytes,
-        0,
-        appended.store_timestamp,
-        appended.queue_offset,
-        sys_flag=msg.sys_flag,
-        prepared_transaction_offset=msg.prepared_transaction_offset,
-    )
 
 
 def _not_appended(result: AppendResult) -> PutMessageResult:

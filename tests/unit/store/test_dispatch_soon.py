@@ -9,9 +9,9 @@ from pathlib import Path
 from aiorocketmq.common.clock import ManualClock
 from aiorocketmq.common.message import Message
 from aiorocketmq.common.message_codec import encode_batch
-from aiorocketmq.store.dispatch_request import DispatchRequest
+from aiorocketmq.store.commit_log import AppendResult, AppendStatus
 from aiorocketmq.store.dispatch_soon import SCAN_FROM_PUTS, DispatchSoon
-from aiorocketmq.store.inner_message import MessageExtBatch
+from aiorocketmq.store.inner_message import MessageExtBatch, MessageExtBrokerInner
 from aiorocketmq.store.results import PutMessageResult
 from tests.unit.store.helpers import BORN_HOST, STORE_HOST
 from tests.unit.store.store_support import (
@@ -24,9 +24,11 @@ from tests.unit.store.store_support import (
 )
 
 
-def _request(offset: int) -> DispatchRequest:
-    return DispatchRequest(TOPIC, 0, offset, 1, tags_code=0, store_timestamp=0,
-                           consume_queue_offset=0)  # fmt: skip
+def _put(offset: int, properties: str) -> tuple[MessageExtBrokerInner, AppendResult]:
+    """A single put's message (its stored properties ``properties``) and append."""
+    msg = inner()
+    msg.properties_string = properties
+    return msg, AppendResult(AppendStatus.PUT_OK, physical_offset=offset, wrote_bytes=1)
 
 
 def _recorder(calls: list[object]) -> DispatchSoon:
@@ -39,7 +41,7 @@ def _recorder(calls: list[object]) -> DispatchSoon:
 def test_outside_a_loop_the_dispatch_is_immediate() -> None:
     calls: list[object] = []
     soon = _recorder(calls)
-    soon.note_put(_request(7), "P")
+    soon.note_put(*_put(7, "P"))
     soon.note_batch()
     assert calls == [(7, "P"), "scan"]
 
@@ -47,13 +49,13 @@ def test_outside_a_loop_the_dispatch_is_immediate() -> None:
 async def test_one_callback_per_iteration_singles_in_order_then_the_scan() -> None:
     calls: list[object] = []
     soon = _recorder(calls)
-    soon.note_put(_request(1), "a")
+    soon.note_put(*_put(1, "a"))
     soon.note_batch()
-    soon.note_put(_request(2), "b")
+    soon.note_put(*_put(2, "b"))
     assert calls == []  # nothing inline: the caller's reply goes out first
     await asyncio.sleep(0)
     assert calls == [(1, "a"), (2, "b"), "scan"]
-    soon.note_put(_request(3), "c")
+    soon.note_put(*_put(3, "c"))
     await asyncio.sleep(0)
     assert calls[3:] == [(3, "c")]  # a later iteration gets a callback of its own
 
@@ -62,12 +64,12 @@ async def test_many_singles_of_one_iteration_take_one_scan() -> None:
     calls: list[object] = []
     soon = _recorder(calls)
     for offset in range(SCAN_FROM_PUTS - 1):
-        soon.note_put(_request(offset), "p")
+        soon.note_put(*_put(offset, "p"))
     await asyncio.sleep(0)
     assert calls == [(offset, "p") for offset in range(SCAN_FROM_PUTS - 1)]
     calls.clear()
     for offset in range(SCAN_FROM_PUTS):
-        soon.note_put(_request(offset), "p")
+        soon.note_put(*_put(offset, "p"))
     soon.note_batch()
     await asyncio.sleep(0)
     assert calls == ["scan"], "one scan for the singles and the batch, nothing twice"
