@@ -152,6 +152,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ha_bench.py
 	$(BIN)/python benchmarks/stock_client_bench.py
 	$(BIN)/python benchmarks/client_bench.py
+	$(BIN)/python benchmarks/single_send_floor.py
 	$(BIN)/python benchmarks/crash_restart_bench.py
 	$(BIN)/python benchmarks/grpc_bench.py
 	$(BIN)/python benchmarks/analytics_bench.py

@@ -1,0 +1,162 @@
+"""Single sync sends against three servers, alternating in one run: where the time goes.
+
+Issue 19's single-send targets compare our round trip with Redis's. This splits ours:
+
+- **mqbroker**: the real ``mqnamesrv`` + ``mqbroker`` CLIs, as ``client_bench.py``
+  starts them (ASYNC_FLUSH, a topic of 4 queues), and our ``Producer.send`` of a 1 KiB
+  message with a key and a tag;
+- **canned broker**: the same, but the broker answers each plain send at once with a
+  stored reply (``canned_broker.py``): no send handler, no store, no dispatch. What is
+  left is our client, both ends' remoting and the event loops;
+- **bare uvloop echo**: ``echo_floor.py``, the same bytes with no library at all.
+
+Each round starts every server afresh, in a rotating order, and times ``--single``
+sends after 3,000 warm-up ones. Per server the table shows each round's sends/s, p50
+and p99 latency, and CPU µs per request of the server and of this (client) process
+(from ``/proc``; the server's includes the work a phase leaves behind). The gaps
+between rows, paired within rounds, are steadier than any row against the peers of
+another run.
+
+Run: ``python benchmarks/single_send_floor.py [--single 20000] [--rounds 3]``.
+Prints; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import client_bench as cb
+import uvloop
+
+from aiorocketmq.client import Producer
+from aiorocketmq.client.config import ProducerConfig
+
+WARM_UP = 3000
+BROKER = "mqbroker"
+CANNED = "canned broker"
+ECHO = "bare uvloop echo"
+Run = Callable[[argparse.Namespace, Path], Awaitable[cb.Result]]
+
+
+async def broker_round(system: str, args: argparse.Namespace, tmp: Path) -> cb.Result:
+    """Name server + broker (the real one or the canned one), then the timed sends."""
+    py = sys.executable
+    namesrv = cb.spawn(
+        "mqnamesrv",
+        [py, "-m", "aiorocketmq.cli.namesrv", "--listenPort", "0", "--bindAddress", "127.0.0.1"],
+        tmp / "namesrv.log",
+        cb.NAMESRV_READY,
+    )
+    servers = [namesrv]
+    try:
+        config = cb.broker_properties(tmp, namesrv.addr, cb.free_port())
+        entry = ["-m", "aiorocketmq.cli.broker"]
+        if system == CANNED:
+            entry = [str(Path(__file__).with_name("canned_broker.py"))]
+        broker = cb.spawn(
+            "mqbroker", [py, *entry, "-c", str(config)], tmp / "broker.log", cb.BROKER_READY
+        )
+        servers.insert(0, broker)
+        await cb.create_topic(broker.addr, namesrv.addr, "BenchTopic")
+        return await _sends(system, args, servers, namesrv.addr)
+    finally:
+        for server in servers:
+            server.stop()
+
+
+async def _sends(
+    system: str, args: argparse.Namespace, servers: list[cb.Server], namesrv: str
+) -> cb.Result:
+    producer = Producer(
+        "bench_producer", namesrv, config=ProducerConfig(default_topic_queue_nums=cb.QUEUES)
+    )
+    await producer.start()
+    try:
+        send = lambda: producer.send(cb.rmq_message("BenchTopic"))  # noqa: E731
+        for _ in range(WARM_UP):
+            await send()
+        result = cb.Result(system)
+        run = lambda: cb.single_sync(result, args.single, send)  # noqa: E731
+        await cb.run_phases(result, servers, [("single sync", run)])
+        return result
+    finally:
+        await producer.shutdown()
+
+
+async def echo_round(args: argparse.Namespace, tmp: Path) -> cb.Result:
+    """The bare echo's round trips, as ``client_bench.py`` runs them."""
+    result = await cb.bench_floor(args, tmp)
+    result.system = ECHO
+    return result
+
+
+def _runs() -> dict[str, Run]:
+    return {
+        BROKER: lambda args, tmp: broker_round(BROKER, args, tmp),
+        CANNED: lambda args, tmp: broker_round(CANNED, args, tmp),
+        ECHO: echo_round,
+    }
+
+
+def report(rounds: list[list[cb.Result]]) -> None:
+    """Per system, one line per round; then the paired gaps between the rows."""
+    head = f"{'system':<18}{'sends/s':>10}{'p50 µs':>8}{'p99 µs':>8}"
+    print(f"\n{head}  CPU µs/request server/client")
+    by_system: dict[str, list[cb.Result]] = {}
+    for results in rounds:
+        for result in results:
+            by_system.setdefault(result.system, []).append(result)
+    for system, results in by_system.items():
+        for r in results:
+            phase = r.phases["single sync"]
+            print(
+                f"{system:<18}{phase.rate:>10,.0f}{r.pct(50) or 0:>8.0f}{r.pct(99) or 0:>8.0f}"
+                f"  {phase.server_us:.0f}/{phase.client_us:.0f}"
+            )
+    print("\nPaired gaps per round (p50 µs; server CPU µs per request)")
+    for results in rounds:
+        got = {r.system: r for r in results}
+        full, canned, echo = got[BROKER], got[CANNED], got[ECHO]
+        print(
+            f"  send handler + store: {_p50(full) - _p50(canned):+.0f} µs p50,"
+            f" {_cpu(full) - _cpu(canned):+.0f} µs CPU;"
+            f"  client + remoting over the echo: {_p50(canned) - _p50(echo):+.0f} µs p50"
+        )
+
+
+def _p50(result: cb.Result) -> float:
+    return result.pct(50) or 0.0
+
+
+def _cpu(result: cb.Result) -> float:
+    return result.phases["single sync"].server_us
+
+
+async def main(args: argparse.Namespace) -> None:
+    """``--rounds`` rounds, each server once per round, the order rotating."""
+    runs = list(_runs().items())
+    rounds: list[list[cb.Result]] = []
+    with tempfile.TemporaryDirectory(prefix="single-floor-") as tmp:
+        for n in range(args.rounds):
+            order = runs[n % len(runs) :] + runs[: n % len(runs)]
+            results = []
+            for system, run in order:
+                results.append(await run(args, Path(tmp) / f"round{n}-{system.replace(' ', '-')}"))
+            rounds.append(results)
+    report(rounds)
+
+
+def parse_args() -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--single", type=int, default=20_000, help="timed sends per round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (each server once)")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    uvloop.run(main(parse_args()))
