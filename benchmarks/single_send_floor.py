@@ -8,9 +8,12 @@ Issue 19's single-send targets compare our round trip with Redis's. This splits 
 - **canned broker**: the same, but the broker answers each plain send at once with a
   stored reply (``canned_broker.py``): no send handler, no store, no dispatch. What is
   left is our client, both ends' remoting and the event loops;
-- **bare uvloop echo**: ``echo_floor.py``, the same bytes with no library at all.
+- **bare uvloop echo**: ``echo_floor.py``, the same bytes with no library at all;
+- **Redis Streams**: ``XADD`` of the same fields as ``client_bench.py`` sends, to
+  ``valkey-server`` (AOF everysec) through redis-py asyncio: the peer the targets name.
 
-Each round starts every server afresh, in a rotating order, and times ``--single``
+Each round starts every server afresh (Redis and its client installed by
+``client_bench.py`` when missing), in a rotating order, and times ``--single``
 sends after 3,000 warm-up ones. Per server the table shows each round's sends/s, p50
 and p99 latency, and CPU µs per request of the server and of this (client) process
 (from ``/proc``; the server's includes the work a phase leaves behind). The gaps
@@ -39,6 +42,7 @@ WARM_UP = 3000
 BROKER = "mqbroker"
 CANNED = "canned broker"
 ECHO = "bare uvloop echo"
+REDIS = "Redis Streams"
 Run = Callable[[argparse.Namespace, Path], Awaitable[cb.Result]]
 
 
@@ -94,11 +98,34 @@ async def echo_round(args: argparse.Namespace, tmp: Path) -> cb.Result:
     return result
 
 
+async def redis_round(args: argparse.Namespace, tmp: Path) -> cb.Result:
+    """``valkey-server`` as ``client_bench.py`` starts it; single ``XADD`` s only."""
+    import redis.asyncio as aioredis
+
+    port = cb.free_port()
+    conf = f"--port {port} --bind 127.0.0.1 --dir {tmp} --appendonly yes --appendfsync everysec"
+    argv = [cb.valkey_server_path(), *conf.split(), "--daemonize", "no", "--save", ""]
+    server = cb.spawn("valkey-server", argv, tmp / "valkey.log", port=port)
+    client = aioredis.Redis(host="127.0.0.1", port=port)
+    try:
+        xadd = lambda: client.xadd("bench", cb.redis_fields())  # noqa: E731
+        for _ in range(WARM_UP):
+            await xadd()
+        result = cb.Result(REDIS)
+        run = lambda: cb.single_sync(result, args.single, xadd)  # noqa: E731
+        await cb.run_phases(result, [server], [("single sync", run)])
+        return result
+    finally:
+        await client.aclose()
+        server.stop()
+
+
 def _runs() -> dict[str, Run]:
     return {
         BROKER: lambda args, tmp: broker_round(BROKER, args, tmp),
         CANNED: lambda args, tmp: broker_round(CANNED, args, tmp),
         ECHO: echo_round,
+        REDIS: redis_round,
     }
 
 
@@ -120,16 +147,22 @@ def report(rounds: list[list[cb.Result]]) -> None:
     print("\nPaired gaps per round (p50 µs; server CPU µs per request)")
     for results in rounds:
         got = {r.system: r for r in results}
-        full, canned, echo = got[BROKER], got[CANNED], got[ECHO]
+        full, canned, echo, redis = got[BROKER], got[CANNED], got[ECHO], got[REDIS]
         print(
             f"  send handler + store: {_p50(full) - _p50(canned):+.0f} µs p50,"
             f" {_cpu(full) - _cpu(canned):+.0f} µs CPU;"
-            f"  client + remoting over the echo: {_p50(canned) - _p50(echo):+.0f} µs p50"
+            f"  client + remoting over the echo: {_p50(canned) - _p50(echo):+.0f} µs p50;"
+            f"  sends/s against Redis: ours {_rate(full) / _rate(redis):.2f}x,"
+            f" canned {_rate(canned) / _rate(redis):.2f}x"
         )
 
 
 def _p50(result: cb.Result) -> float:
     return result.pct(50) or 0.0
+
+
+def _rate(result: cb.Result) -> float:
+    return result.phases["single sync"].rate
 
 
 def _cpu(result: cb.Result) -> float:
@@ -138,6 +171,7 @@ def _cpu(result: cb.Result) -> float:
 
 async def main(args: argparse.Namespace) -> None:
     """``--rounds`` rounds, each server once per round, the order rotating."""
+    cb.ensure_packages()
     runs = list(_runs().items())
     rounds: list[list[cb.Result]] = []
     with tempfile.TemporaryDirectory(prefix="single-floor-") as tmp:
