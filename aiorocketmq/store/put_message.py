@@ -514,6 +514,9 @@ def _not_appended(result: AppendResult) -> PutMessageResult:
 
 def _encode_failure(properties: str, exc: LocalProtocolError) -> PutMessageResult:
     """PROPERTIES_SIZE_EXCEEDED when the encoded properties are too long, else ILLEGAL."""
-    if len(properties.encode("utf-8", "surrogateescape")) > PROPERTIES_MAX_LENGTH:
+    # A lone surrogate (a JSON header may carry one) has no UTF-8 form: ILLEGAL, not a
+    # second exception out of the put.
+    raw = properties.encode("utf-8", "surrogatepass")
+    if len(raw) > PROPERTIES_MAX_LENGTH:
         return _refused(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, str(exc))
     return _refused(PutMessageStatus.MESSAGE_ILLEGAL, str(exc))

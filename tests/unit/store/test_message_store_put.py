@@ -110,6 +110,7 @@ async def test_full_disk_refuses_puts_and_keeps_serving_reads(store: MessageStor
         ("topic of 64 two-byte chars (128 bytes)", S.MESSAGE_ILLEGAL),
         ("properties string of 32768 chars", S.MESSAGE_ILLEGAL),
         ("properties of 40000 bytes in 20000 chars", S.PROPERTIES_SIZE_EXCEEDED),
+        ("properties holding a lone surrogate (no UTF-8 form)", S.MESSAGE_ILLEGAL),
         ("body over maxMessageSize", S.MESSAGE_ILLEGAL),
         ("record larger than a CommitLog file", S.MESSAGE_ILLEGAL),
         ("DELAY not an integer", S.MESSAGE_ILLEGAL),
@@ -132,6 +133,8 @@ async def test_invalid_messages_are_refused(
         msg.properties_string = "K\x01" + "v" * 32766
     elif case.startswith("properties of 40000"):
         msg.properties_string = "K\x01" + "é" * 20000
+    elif case.startswith("properties holding"):
+        msg.properties_string = "K\x01\ud800"  # a JSON header's "\\ud800" decodes to this
     elif case.startswith("body over"):
         msg.body = bytes(48 * 1024 + 1)
     elif case.startswith("record larger"):
