@@ -54,12 +54,14 @@ from aiorocketmq.common.constants import (
 )
 from aiorocketmq.common.errors import ProtocolError
 from aiorocketmq.common.kernels import load_kernel
+from aiorocketmq.common.message import BytesLike
 from aiorocketmq.common.message_codec import (
     MIN_RECORD_SIZE,
     blank_record,
     decode_record,
     patch_record,
 )
+from aiorocketmq.common.record_encoder import HOST_V6_BITS, RECORD_LAYOUTS
 from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.store.allocator import MappedFileAllocator
 from aiorocketmq.store.config import FlushDiskType, MessageStoreConfig
@@ -95,6 +97,8 @@ class AppendStatus(enum.Enum):
 
 
 _PUT_OK: Final = AppendStatus.PUT_OK
+#: Where the body starts in a record with two IPv4 hosts (``RECORD_LAYOUTS[0]``).
+_V4_BODY_POS: Final = RECORD_LAYOUTS[0].body_pos
 _NEED_FILE: Final = AppendStatus.NEED_FILE
 #: The file allocator's thread niceness (0 = the loop's own priority, 19 = lowest).
 _ALLOCATE_NICE: Final = 10
@@ -249,6 +253,59 @@ class CommitLog:
             store_timestamp,
             1,
         )
+
+    @property
+    def appends_fields(self) -> bool:
+        """Whether ``append_fields`` can take records (the record kernel is built)."""
+        return _KERNEL is not None
+
+    def append_fields(  # noqa: PLR0917 - a record's fields, positional on the hot path
+        self, queue_key: str, store_timestamp: int, max_size: int, body: BytesLike,
+        topic_raw: bytes, props_raw: bytes, queue_id: int, flag: int, sys_flag: int,
+        born_timestamp: int, born: tuple[bytes, int], store: tuple[bytes, int],
+        reconsume_times: int,
+    ) -> AppendResult | None:  # fmt: skip
+        """``append`` of one plain record given by its fields: a single put's way.
+
+        The C kernel encodes it with its final QUEUEOFFSET, PHYSICALOFFSET and
+        STORETIMESTAMP, so nothing is patched. Plain: no transaction bits, IPv4 hosts
+        (4-byte ``born`` and ``store`` addresses with their ports).
+
+        Returns:
+            PUT_OK, as ``append`` of the same record would; None when the kernel is not
+            built or declines (a field it cannot encode), the record would pass
+            ``max_size`` or what a file takes, a write fails, or the file it needs is
+            not ready. Then nothing is written or counted (a BLANK may have closed the
+            current file, as ``append`` would have) and ``append`` decides.
+        """
+        if _KERNEL is None or sys_flag & (_TRAN_MASK | HOST_V6_BITS):
+            return None
+        body_len = body.nbytes if isinstance(body, memoryview) else len(body)
+        size = _V4_BODY_POS + body_len + 3 + len(topic_raw) + len(props_raw)
+        if size > max_size or size + _BLANK_MIN > self.file_size:
+            return None
+        mapped = self._writable(size)
+        if mapped is None:
+            return None
+        table = self.topic_queue_table
+        queue_offset = table.get(queue_key, 0)
+        physical_offset = mapped.file_from_offset + mapped.wrote_position
+        record = _KERNEL.encode_one_record(
+            body, topic_raw, props_raw, queue_id, flag, queue_offset, physical_offset,
+            sys_flag, born_timestamp, born[0], born[1], store_timestamp, store[0], store[1],
+            reconsume_times, 0, -1,
+        )  # fmt: skip
+        if record is None or len(record) != size:
+            return None
+        if self._verify:
+            _verify_records(record, 1)
+        try:
+            mapped.append(record)
+        except StoreIOError:
+            return None  # ``append`` meets the same failure and reports it
+        mapped.store_timestamp = store_timestamp
+        table[queue_key] = queue_offset + 1
+        return AppendResult(_PUT_OK, physical_offset, size, queue_offset, store_timestamp, 1)
 
     def append_batch(
         self, records: bytearray, queue_key: str, store_timestamp: int

@@ -51,7 +51,7 @@ from aiorocketmq.common.message_codec import (
 )
 from aiorocketmq.common.msg_id import pack_ip
 from aiorocketmq.common.properties import MessageConst, properties_to_string
-from aiorocketmq.common.record_encoder import encode_batch_records
+from aiorocketmq.common.record_encoder import HOST_V6_BITS, encode_batch_records
 from aiorocketmq.runtime.lifecycle import ServiceStateError
 from aiorocketmq.store.commit_log import AppendResult, AppendStatus, CommitLog, queue_key
 from aiorocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
@@ -86,6 +86,9 @@ _OK: Final = PutMessageStatus.PUT_OK
 _APPENDED: Final = AppendStatus.PUT_OK
 _DELAY: Final = MessageConst.PROPERTY_DELAY_TIME_LEVEL
 _TOO_LARGE: Final = (AppendStatus.MESSAGE_SIZE_EXCEEDED, AppendStatus.PROPERTIES_SIZE_EXCEEDED)
+#: Entries of the packed-host cache (peers' addresses); a full cache is emptied, so
+#: many peers cannot grow it.
+_HOSTS_MAX: Final = 4096
 _NO_SPACE_RETRY_MS: Final = 1000  # how long a failed allocation for want of space stands
 
 
@@ -140,6 +143,8 @@ class MessagePutter:
         self._busy_timeout_ms = config.os_page_cache_busy_time_out_mills
         self._max_delay_level = len(parse_delay_levels(config.message_delay_level))
         self._msg_id_prefixes: dict[tuple[str, int], str] = {}
+        self._packed_hosts: dict[tuple[str, int], tuple[bytes, int]] = {}
+        self._plain_appends = commit_log.appends_fields
         self._stalled_since_ms = 0  # monotonic ms since appends wait for a file; 0: none
         self._waiting_for_file = 0
         self._no_space_until_ms = 0  # monotonic ms: refuse at once until then (disk full)
@@ -184,6 +189,9 @@ class MessagePutter:
             on a master); otherwise an awaitable of it (a new CommitLog file, or a
             flush or replica promise to keep). Await it at once: the append is done.
         """
+        plain = self._put_plain(msg)
+        if plain is not None:
+            return plain
         refused = self.check_store_status()
         if refused is not None:
             return self._failed(_refused(refused))
@@ -197,6 +205,60 @@ class MessagePutter:
         # WAIT only matters to a flush or replica promise: not read where none is kept.
         wait = self._may_wait and msg.wait_store_msg_ok
         return self._append_and_finish(record, key, topic, msg.store_host, wait, single=single)
+
+    def _put_plain(self, msg: MessageExtBrokerInner) -> PutMessageResult | None:
+        """The usual single put in fewer steps: the same record and result, or None.
+
+        Plain: stored as sent (no ``DELAY``, no transaction type), IPv4 hosts, no promise
+        to keep (ASYNC_FLUSH on a master that is not SYNC_MASTER), nothing to refuse.
+        Its fields go to ``CommitLog.append_fields``, encoded with their final offsets:
+        no intermediate steps of the general way's encode, no patch. None (nothing
+        stored or counted) whenever any of that does not hold: the general way
+        decides, and words any refusal.
+        """
+        if self._may_wait or not self._plain_appends or self.check_store_status() is not None:
+            return None
+        props = msg.properties_string
+        born, store = self._packed_host(msg.born_host), self._packed_host(msg.store_host)
+        if props is None or born is None or store is None or _DELAY in msg.properties:
+            return None
+        topic, body = msg.topic, msg.body
+        try:
+            topic_raw = topic.encode("utf-8", "surrogateescape")
+            props_raw = props.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            return None
+        body_len = body.nbytes if isinstance(body, memoryview) else len(body)
+        if (
+            len(topic_raw) > TOPIC_MAX_LENGTH or len(props_raw) > PROPERTIES_MAX_LENGTH
+            or body_len > self._max_body or msg.prepared_transaction_offset
+        ):  # fmt: skip
+            return None
+        appended = self._commit_log.append_fields(
+            queue_key(topic, msg.queue_id), self._clock.now_ms(), self._max_record, body,
+            topic_raw, props_raw, msg.queue_id, msg.flag, msg.sys_flag & ~HOST_V6_BITS,
+            msg.born_timestamp, born, store, msg.reconsume_times,
+        )  # fmt: skip
+        if appended is None:
+            return None
+        result = self._finish(appended, topic, msg.store_host, False, msg)
+        assert isinstance(result, PutMessageResult)  # no promise to keep: never awaited
+        return result
+
+    def _packed_host(self, host: tuple[str, int]) -> tuple[bytes, int] | None:
+        """An IPv4 ``(ip, port)`` as the record stores it (cached); None otherwise."""
+        packed = self._packed_hosts.get(host)
+        if packed is None:
+            try:
+                raw = pack_ip(host[0])
+            except (LocalProtocolError, TypeError):
+                return None
+            if len(raw) != 4 or not 0 <= host[1] <= 0xFFFF:
+                return None
+            if len(self._packed_hosts) >= _HOSTS_MAX:
+                self._packed_hosts.clear()
+            packed = self._packed_hosts[host] = (raw, host[1])
+        return packed
 
     def encode_message(
         self, msg: MessageExtBrokerInner
