@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Final, Protocol, TypeVar
 
 from aiorocketmq.broker.context import BrokerContext
+from aiorocketmq.broker.plain_send import fields_reader
 from aiorocketmq.broker.status_map import disk_util_text, put_response
 from aiorocketmq.broker.stored_copy import join_properties, sent_to_stored
 from aiorocketmq.broker.timed_message import TIMER_PROPERTIES
@@ -136,6 +137,7 @@ class SendProcessor:
         # clients may not send to): the same answer every time, so asked once.
         self._sendable_names: dict[str, bool] = {}
         self._hosts: dict[str, tuple[str, int]] = {}
+        self._read_plain = fields_reader()
 
     def register(self, table: ProcessorTable) -> None:
         """Register SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE."""
@@ -151,6 +153,10 @@ class SendProcessor:
         The reply is returned inline when the store completed the put inline (no file
         to wait for, no flush or replica promise): no coroutine and no task per request.
         """
+        if request.code == RequestCode.SEND_MESSAGE_V2:
+            reply = self._send_plain(conn, request)
+            if reply is not None:
+                return reply
         # Java decodes SEND_BATCH_MESSAGE with the one-letter V2 header too; a 320
         # carrying long names (no "a" field) is still read the long way.
         v2 = request.code == RequestCode.SEND_MESSAGE_V2 or (
@@ -164,6 +170,47 @@ class SendProcessor:
             return self._send(conn, request, header)
         except ProcessorError as exc:
             return _refusal(request, exc)
+
+    def _send_plain(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand] | None:
+        """The usual single send in fewer steps; None: the general path takes it.
+
+        Usual: a plain send (``broker.plain_send``) to a topic that passed the static
+        checks before, that exists here, is not a ``%RETRY%`` topic and has the queue,
+        on a broker that takes writes. Then the header, the checks and the properties
+        edit come from one reader call, and the store is asked as the general path
+        asks it: the same message, reply and refusals (a test holds them equal).
+        """
+        ctx = self._ctx
+        cfg = ctx.config
+        plain = self._read_plain(
+            request.ext_fields, cfg.broker_cluster_name, cfg.max_properties_size
+        )
+        if plain is None:
+            return None
+        topic, queue_id, sys_flag, born, flag, reconsume, props, stored = plain
+        if topic not in self._sendable_names or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return None
+        config = ctx.topics.select_topic_config(topic)
+        if (
+            config is None or not is_writeable(cfg.broker_permission)
+            or queue_id >= max(config.write_queue_nums, config.read_queue_nums)
+        ):  # fmt: skip
+            return None
+        if config.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        address = conn.remote_address
+        msg = MessageExtBrokerInner(
+            topic=topic, queue_id=queue_id, body=request.body, properties=props,
+            properties_string=stored, flag=flag, sys_flag=sys_flag, born_timestamp=born,
+            born_host=self._hosts.get(address) or self._born_host(address),
+            store_host=ctx.store_host, reconsume_times=reconsume,
+        )  # fmt: skip
+        put = ctx.store.put_message_nowait(msg)
+        if isinstance(put, PutMessageResult):
+            return self._reply(request, put, queue_id)
+        return self._reply_later(request, put, queue_id)
 
     def _send(
         self, conn: RemotingConnection, request: RemotingCommand, header: SendMessageRequestHeader
