@@ -73,7 +73,14 @@ def fill_index_key_hashes(list keys, int64_t[::1] out):
         out[i] = _index_hash(keys[i])
 
 
-cdef class _KeyTable:
+cdef class _KeySink:
+    """Where the keys of requests go, one ``add`` per key."""
+
+    cdef void add(self, uint32_t h, int64_t owner, int64_t offset, int64_t stamp) except *:
+        pass
+
+
+cdef class _KeyTable(_KeySink):
     """Growable per-key columns: hash, owner (request position), offset, store time."""
 
     cdef int64_t[:, ::1] rows
@@ -96,6 +103,63 @@ cdef class _KeyTable:
         self.size += 1
 
 
+cdef class _HashList(_KeySink):
+    """The keys' hashes only, as a list."""
+
+    cdef list hashes
+
+    def __cinit__(self):
+        self.hashes = []
+
+    cdef void add(self, uint32_t h, int64_t owner, int64_t offset, int64_t stamp) except *:
+        self.hashes.append(_abs_hash(h))
+
+
+cdef inline uint32_t _topic_prefix(str topic):
+    return _hash_more(0, topic, 0, PyUnicode_GET_LENGTH(topic)) * 31 + 35  # "#"
+
+
+cdef void _add_keys(
+    _KeySink sink, uint32_t prefix, object uniq, object keys, Py_ssize_t skip,
+    int64_t owner, int64_t offset, int64_t stamp,
+) except *:
+    """``topic#UNIQ_KEY`` if any, then ``topic#word`` per non-empty word of ``keys``
+    split at spaces, the first ``skip`` of them left out (``prefix``: the topic's)."""
+    cdef Py_ssize_t n, start, i
+    cdef str text
+    cdef int kind
+    cdef void* data
+    if uniq is not None:
+        text = uniq
+        if skip:
+            skip -= 1
+        else:
+            sink.add(_hash_more(prefix, text, 0, PyUnicode_GET_LENGTH(text)), owner, offset, stamp)
+    if keys is None:
+        return
+    text = keys
+    n = PyUnicode_GET_LENGTH(text)
+    kind = PyUnicode_KIND(text)
+    data = PyUnicode_DATA(text)
+    start = 0
+    for i in range(n + 1):
+        if i < n and PyUnicode_READ(kind, data, i) != 32:  # the key separator, " "
+            continue
+        if i > start:
+            if skip:
+                skip -= 1
+            else:
+                sink.add(_hash_more(prefix, text, start, i), owner, offset, stamp)
+        start = i + 1
+
+
+def request_key_hashes(str topic, object uniq, object keys, Py_ssize_t skip):
+    """The index key hashes of one request (``index_key_table``'s keys, hashes only)."""
+    cdef _HashList out = _HashList()
+    _add_keys(out, _topic_prefix(topic), uniq, keys, skip, 0, 0, 0)
+    return out.hashes
+
+
 def index_key_table(
     list requests, int64_t end_phy, int64_t resume_offset, Py_ssize_t resume_done,
     int64_t rollback,
@@ -112,48 +176,24 @@ def index_key_table(
         ``(hashes, owners, offsets, stamps)``: int64 arrays, one entry per key.
     """
     cdef _KeyTable table = _KeyTable(2 * len(requests))
-    cdef Py_ssize_t position, n, start, i, skip
-    cdef int64_t offset, stamp
-    cdef uint32_t prefix
-    cdef str topic, text
+    cdef Py_ssize_t position
+    cdef int64_t offset
+    cdef uint32_t prefix = 0
+    cdef str topic
     cdef object last_topic = None
-    cdef int kind
-    cdef void* data
     for position in range(len(requests)):
         request = requests[position]
         offset = request.commit_log_offset
         if offset < end_phy or (request.sys_flag & rollback) == rollback:
             continue
-        skip = resume_done if offset == resume_offset else 0
-        stamp = request.store_timestamp
         topic = request.topic
         if topic is not last_topic:
-            prefix = _hash_more(0, topic, 0, PyUnicode_GET_LENGTH(topic)) * 31 + 35  # "#"
+            prefix = _topic_prefix(topic)
             last_topic = topic
-        uniq = request.uniq_key
-        if uniq is not None:
-            text = uniq
-            if skip:
-                skip -= 1
-            else:
-                n = PyUnicode_GET_LENGTH(text)
-                table.add(_hash_more(prefix, text, 0, n), position, offset, stamp)
-        keys = request.keys
-        if keys is None:
-            continue
-        text = keys
-        n = PyUnicode_GET_LENGTH(text)
-        kind = PyUnicode_KIND(text)
-        data = PyUnicode_DATA(text)
-        start = 0
-        for i in range(n + 1):
-            if i < n and PyUnicode_READ(kind, data, i) != 32:  # the key separator, " "
-                continue
-            if i > start:
-                if skip:
-                    skip -= 1
-                else:
-                    table.add(_hash_more(prefix, text, start, i), position, offset, stamp)
-            start = i + 1
+        _add_keys(
+            table, prefix, request.uniq_key, request.keys,
+            resume_done if offset == resume_offset else 0,
+            position, offset, request.store_timestamp,
+        )
     columns = np.asarray(table.rows)[: table.size]
     return tuple(np.ascontiguousarray(columns[:, k]) for k in range(4))

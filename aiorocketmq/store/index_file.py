@@ -260,6 +260,11 @@ class IndexFile:
         )  # fmt: skip
         return self._kernel_put(outcome, phy_offsets, store_timestamps)
 
+    @property
+    def takes_hash_lists(self) -> bool:
+        """Whether ``put_hash_list`` puts (its C kernel is built)."""
+        return _KERNEL is not None
+
     def put_hash_list(
         self, hashes: list[int], phy_offsets: list[int], store_timestamps: list[int]
     ) -> int | None:

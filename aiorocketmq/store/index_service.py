@@ -82,6 +82,12 @@ def index_keys(request: DispatchRequest) -> list[str]:
     return keys
 
 
+def key_hashes(request: DispatchRequest, skip: int) -> list[int]:
+    """The hashes of ``request``'s index keys but the first ``skip``: the reference of
+    ``request_key_hashes`` (``_hash_kernels.pyx``), which builds no key string."""
+    return [index_key_hash(key) for key in index_keys(request)[skip:]]
+
+
 def gather_keys(
     requests: Sequence[DispatchRequest], end_phy: int, resume: tuple[int, int] | None
 ) -> tuple[list[str], list[int]]:
@@ -218,6 +224,13 @@ class IndexService(Service):
         end_phy = index.end_phy_offset if index is not None else -1
         resume = self._resume
         self._resume = None
+        if (
+            len(requests) == 1
+            and _KERNEL is not None
+            and index is not None
+            and index.takes_hash_lists
+        ):
+            return self._index_one(index, requests[0], end_phy, resume)
         if _KERNEL is not None and len(requests) >= _KERNEL_REQUESTS:
             hashes, positions, offsets, stamps = _KERNEL.index_key_table(
                 list(requests), end_phy, *(resume or (-1, 0)), _ROLLBACK
@@ -242,6 +255,33 @@ class IndexService(Service):
             done_of_stuck += resume[1]
         self._resume = (requests[stuck].commit_log_offset, done_of_stuck)
         return stuck
+
+    def _index_one(
+        self, index: IndexFile, request: DispatchRequest, end_phy: int,
+        resume: tuple[int, int] | None,
+    ) -> int:  # fmt: skip
+        """``build_indexes`` of a single put's request: its key hashes from one kernel
+        call (``key_hashes`` is the reference), put as lists."""
+        offset = request.commit_log_offset
+        if offset < end_phy or request.transaction_type == _ROLLBACK:
+            return 1
+        skip = resume[1] if resume is not None and resume[0] == offset else 0
+        assert _KERNEL is not None
+        hashes: list[int] = _KERNEL.request_key_hashes(
+            request.topic, request.uniq_key, request.keys, skip
+        )
+        count, stamp = len(hashes), request.store_timestamp
+        if not count:
+            return 1
+        if count <= _SCALAR_KEYS:
+            put = index.put_hash_list(hashes, [offset] * count, [stamp] * count) or 0
+        else:  # past the list kernel's bound: numpy's way
+            owned, stamps = np.full(count, offset, np.int64), np.full(count, stamp, np.int64)
+            put = index.put_hashes(np.array(hashes, np.int64), owned, stamps)
+        if put == count:
+            return 1
+        self._resume = (offset, skip + put)  # the file filled up: the rest goes to the next
+        return 0
 
     def _put_keys(
         self, index: IndexFile, keys: list[str], owners: list[int],

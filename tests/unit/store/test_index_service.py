@@ -18,7 +18,7 @@ from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.errors import StoreLoadError
 from aiorocketmq.store.index_file import IndexFile
-from aiorocketmq.store.index_service import IndexService, gather_keys, index_keys
+from aiorocketmq.store.index_service import IndexService, gather_keys, index_keys, key_hashes
 from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip, use_index_kernel
 from tests.support.wait import wait_until
 from tests.unit.store.helpers import make_record, small_config
@@ -237,6 +237,21 @@ async def test_failed_load_leaves_nothing_mapped(
     assert reader.files == []
 
 
+async def test_a_message_with_more_keys_than_a_file_spans_three(
+    tmp_path: Path, executor: BlockingExecutor
+) -> None:
+    """Resumed twice: each file takes the keys the one before it left."""
+    service = IndexService(small_config(tmp_path), executor, clock=ManualClock(T0))
+    await service.create_file()
+    keys = [f"w{j}" for j in range(90)]  # a 40-item file holds 39 keys
+    await build(service, request(100, keys=" ".join(keys)))
+    assert [f.index_count - 1 for f in service.files] == [39, 39, 12]
+    for key in keys:
+        assert service.query_offset("TopicTest", key, 5, 0, 2**62).phy_offsets == [100], key
+    await service.shutdown()
+    service.close()
+
+
 async def test_batches_write_the_same_files_as_one_message_at_a_time(
     tmp_path: Path, executor: BlockingExecutor
 ) -> None:
@@ -323,3 +338,16 @@ def test_key_table_kernel_is_the_reference_gathering(
     assert positions.tolist() == owners
     assert offsets.tolist() == [requests[p].commit_log_offset for p in owners]
     assert stamps.tolist() == [requests[p].store_timestamp for p in owners]
+
+
+@settings(max_examples=300, deadline=None)
+@given(requests=_REQUESTS, skip=st.integers(0, 4))
+def test_request_key_hashes_kernel_is_the_reference(
+    requests: list[DispatchRequest], skip: int
+) -> None:
+    """``request_key_hashes`` (C, a single put's keys) gives ``key_hashes``' hashes."""
+    kernel = kernel_or_skip("aiorocketmq.common._hash_kernels")
+    for req in requests:
+        got = kernel.request_key_hashes(req.topic, req.uniq_key, req.keys, skip)
+        assert got == [tag_hash.py_index_key_hash(key) for key in index_keys(req)[skip:]]
+        assert got == key_hashes(req, skip)
