@@ -16,12 +16,10 @@ from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
 
 
-cdef extern from "Python.h":
-    Py_ssize_t PyUnicode_GET_LENGTH(object text)
+cdef extern from "Python.h":  # (len() and slices of a typed str compile to C calls)
     int PyUnicode_KIND(object text)
     void* PyUnicode_DATA(object text)
     Py_UCS4 PyUnicode_READ(int kind, void* data, Py_ssize_t index) nogil
-    object PyUnicode_Substring(object text, Py_ssize_t start, Py_ssize_t end)
 
 
 cdef str _WAIT = "WAIT"
@@ -39,11 +37,12 @@ cdef long long _digits(object value, Py_ssize_t limit):
     """The value of 1 to ``limit - 1`` ASCII digits; -1 for anything else."""
     if type(value) is not str:
         return -1
-    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(value), i
+    cdef str text = value
+    cdef Py_ssize_t n = len(text), i
     if n == 0 or n >= limit:
         return -1
-    cdef int kind = PyUnicode_KIND(value)
-    cdef void* data = PyUnicode_DATA(value)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
     cdef long long result = 0
     cdef unsigned int c
     for i in range(n):
@@ -69,7 +68,7 @@ cdef int _boolean(object value):
 
 cdef object _stored(str text, str cluster):
     """``(props, stored)`` as ``sent_to_stored`` gives them, or None (see the module)."""
-    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef Py_ssize_t n = len(text)
     cdef int kind = PyUnicode_KIND(text)
     cdef void* data = PyUnicode_DATA(text)
     cdef Py_ssize_t start = 0, end, sep, wait_start = -1, wait_end = -1, base_end
@@ -87,22 +86,20 @@ cdef object _stored(str text, str cluster):
             end += 1
         if not start < sep < end - 1:
             return None  # a segment that is no pair
-        name = PyUnicode_Substring(text, start, sep)
+        name = text[start:sep]
         if name in props or name in _REFUSED or name.startswith(_TIMER):
             return None
-        props[name] = PyUnicode_Substring(text, sep + 1, end)
+        props[name] = text[sep + 1 : end]
         if name == _WAIT:
             wait_start, wait_end = start, end
         start = end + 1
     base_end = n - 1 if n and PyUnicode_READ(kind, data, n - 1) == 2 else n
     if wait_start < 0:
-        base = PyUnicode_Substring(text, 0, base_end)
+        base = text[:base_end]
     elif wait_start == 0:  # the first segment: it goes with the separator after it
-        base = PyUnicode_Substring(text, min(wait_end + 1, base_end), base_end)
+        base = text[min(wait_end + 1, base_end) : base_end]
     else:  # later: with the separator before it
-        base = PyUnicode_Substring(text, 0, wait_start - 1) + PyUnicode_Substring(
-            text, wait_end, base_end
-        )
+        base = text[: wait_start - 1] + text[wait_end:base_end]
     props[_CLUSTER] = cluster
     pair = _CLUSTER + "\x01" + cluster
     return props, (base + "\x02" + pair) if base else pair
@@ -139,7 +136,7 @@ def plain_send_fields(dict fields, str cluster, Py_ssize_t max_properties_size):
         text = ""
     elif type(text) is not str:
         return None
-    if PyUnicode_GET_LENGTH(text) * 4 > max_properties_size:
+    if len(<str>text) * 4 > max_properties_size:
         return None
     stored = _stored(text, cluster)
     if stored is None:

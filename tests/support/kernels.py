@@ -79,3 +79,12 @@ def use_commit_log_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) 
 def use_dispatch_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the dispatcher build its requests in C ("c") or from scanned records."""
     _use_kernel(implementation, monkeypatch, "aiorocketmq.store.dispatch_builder", _RECORD_KERNELS)
+
+
+def use_send_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``broker.plain_send`` hand out its C reader ("c") or the reference
+    ("python") to send processors built from now on."""
+    _use_kernel(
+        implementation, monkeypatch, "aiorocketmq.broker.plain_send",
+        "aiorocketmq.broker._send_kernels",
+    )  # fmt: skip

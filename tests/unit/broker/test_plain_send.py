@@ -6,9 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiorocketmq.broker import plain_send
 from aiorocketmq.broker.plain_send import PlainSendReader, fields_reader, py_plain_send_fields
-from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip
+from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip, use_send_kernel
 
 CLUSTER = "DefaultCluster"
 LIMIT = 32_767
@@ -30,8 +29,7 @@ def _fields(properties: str | None = f"{TAGS}\x02{WAIT}", **extra: str) -> dict[
 
 
 def _reader(implementation: str, monkeypatch: pytest.MonkeyPatch) -> PlainSendReader:
-    kernel = kernel_or_skip("aiorocketmq.broker._send_kernels") if implementation == "c" else None
-    monkeypatch.setattr(plain_send, "_KERNEL", kernel)
+    use_send_kernel(implementation, monkeypatch)
     return fields_reader()
 
 

@@ -20,7 +20,7 @@ from aiorocketmq.common.message_codec import decode_record
 from aiorocketmq.common.topic_config import TopicConfig
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
-from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip
+from tests.support.kernels import IMPLEMENTATIONS, use_send_kernel
 from tests.unit.broker.processor_support import TOPIC, send_harness, send_request
 from tests.unit.store.store_support import dispatched
 
@@ -101,8 +101,8 @@ def _records(log: Any) -> list[tuple[Any, ...]]:
 async def test_the_lane_replies_and_stores_as_the_general_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, implementation: str
 ) -> None:
-    kernel = kernel_or_skip("aiorocketmq.broker._send_kernels") if implementation == "c" else None
-    monkeypatch.setattr(plain_send, "_KERNEL", kernel)
+    use_send_kernel(implementation, monkeypatch)
+    kernel = plain_send._KERNEL
     fast, fast_records, took = await _run(tmp_path / "lane", lane=True)
     ref, ref_records, _ = await _run(tmp_path / "general", lane=False)
     assert fast == ref
