@@ -82,12 +82,6 @@ def index_keys(request: DispatchRequest) -> list[str]:
     return keys
 
 
-def key_hashes(request: DispatchRequest, skip: int) -> list[int]:
-    """The hashes of ``request``'s index keys but the first ``skip``: the reference of
-    ``request_key_hashes`` (``_hash_kernels.pyx``), which builds no key string."""
-    return [index_key_hash(key) for key in index_keys(request)[skip:]]
-
-
 def gather_keys(
     requests: Sequence[DispatchRequest], end_phy: int, resume: tuple[int, int] | None
 ) -> tuple[list[str], list[int]]:
@@ -261,7 +255,7 @@ class IndexService(Service):
         resume: tuple[int, int] | None,
     ) -> int:  # fmt: skip
         """``build_indexes`` of a single put's request: its key hashes from one kernel
-        call (``key_hashes`` is the reference), put as lists."""
+        call (the hashes of ``index_keys``, without building them), put as lists."""
         offset = request.commit_log_offset
         if offset < end_phy or request.transaction_type == _ROLLBACK:
             return 1

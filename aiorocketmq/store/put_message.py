@@ -86,9 +86,6 @@ _OK: Final = PutMessageStatus.PUT_OK
 _APPENDED: Final = AppendStatus.PUT_OK
 _DELAY: Final = MessageConst.PROPERTY_DELAY_TIME_LEVEL
 _TOO_LARGE: Final = (AppendStatus.MESSAGE_SIZE_EXCEEDED, AppendStatus.PROPERTIES_SIZE_EXCEEDED)
-#: Entries of the packed-host cache (peers' addresses); a full cache is emptied, so
-#: many peers cannot grow it.
-_HOSTS_MAX: Final = 4096
 _NO_SPACE_RETRY_MS: Final = 1000  # how long a failed allocation for want of space stands
 
 
@@ -143,7 +140,6 @@ class MessagePutter:
         self._busy_timeout_ms = config.os_page_cache_busy_time_out_mills
         self._max_delay_level = len(parse_delay_levels(config.message_delay_level))
         self._msg_id_prefixes: dict[tuple[str, int], str] = {}
-        self._packed_hosts: dict[tuple[str, int], tuple[bytes, int]] = {}
         self._plain_appends = commit_log.appends_fields
         self._stalled_since_ms = 0  # monotonic ms since appends wait for a file; 0: none
         self._waiting_for_file = 0
@@ -189,12 +185,12 @@ class MessagePutter:
             on a master); otherwise an awaitable of it (a new CommitLog file, or a
             flush or replica promise to keep). Await it at once: the append is done.
         """
-        plain = self._put_plain(msg)
-        if plain is not None:
-            return plain
         refused = self.check_store_status()
         if refused is not None:
             return self._failed(_refused(refused))
+        plain = self._put_plain(msg)
+        if plain is not None:
+            return plain
         encoded = self.encode_message(msg)
         if isinstance(encoded, PutMessageResult):
             return self._failed(encoded)
@@ -210,13 +206,14 @@ class MessagePutter:
         """The usual single put in fewer steps: the same record and result, or None.
 
         Plain: stored as sent (no ``DELAY``, no transaction type), IPv4 hosts, no promise
-        to keep (ASYNC_FLUSH on a master that is not SYNC_MASTER), nothing to refuse.
+        to keep (ASYNC_FLUSH on a master that is not SYNC_MASTER), nothing to refuse
+        (the store's own status is asked before, once for both ways).
         Its fields go to ``CommitLog.append_fields``, encoded with their final offsets:
         no intermediate steps of the general way's encode, no patch. None (nothing
         stored or counted) whenever any of that does not hold: the general way
         decides, and words any refusal.
         """
-        if self._may_wait or not self._plain_appends or self.check_store_status() is not None:
+        if self._may_wait or not self._plain_appends:
             return None
         props = msg.properties_string
         born, store = self._packed_host(msg.born_host), self._packed_host(msg.store_host)
@@ -245,20 +242,15 @@ class MessagePutter:
         assert isinstance(result, PutMessageResult)  # no promise to keep: never awaited
         return result
 
-    def _packed_host(self, host: tuple[str, int]) -> tuple[bytes, int] | None:
-        """An IPv4 ``(ip, port)`` as the record stores it (cached); None otherwise."""
-        packed = self._packed_hosts.get(host)
-        if packed is None:
-            try:
-                raw = pack_ip(host[0])
-            except (LocalProtocolError, TypeError):
-                return None
-            if len(raw) != 4 or not 0 <= host[1] <= 0xFFFF:
-                return None
-            if len(self._packed_hosts) >= _HOSTS_MAX:
-                self._packed_hosts.clear()
-            packed = self._packed_hosts[host] = (raw, host[1])
-        return packed
+    @staticmethod
+    def _packed_host(host: tuple[str, int]) -> tuple[bytes, int] | None:
+        """An IPv4 ``(ip, port)`` as the record stores it (``pack_ip`` is memoised);
+        None otherwise."""
+        try:
+            raw = pack_ip(host[0])
+        except (LocalProtocolError, TypeError):
+            return None
+        return (raw, host[1]) if len(raw) == 4 and 0 <= host[1] <= 0xFFFF else None
 
     def encode_message(
         self, msg: MessageExtBrokerInner

@@ -18,7 +18,7 @@ from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.errors import StoreLoadError
 from aiorocketmq.store.index_file import IndexFile
-from aiorocketmq.store.index_service import IndexService, gather_keys, index_keys, key_hashes
+from aiorocketmq.store.index_service import IndexService, gather_keys, index_keys
 from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip, use_index_kernel
 from tests.support.wait import wait_until
 from tests.unit.store.helpers import make_record, small_config
@@ -345,9 +345,9 @@ def test_key_table_kernel_is_the_reference_gathering(
 def test_request_key_hashes_kernel_is_the_reference(
     requests: list[DispatchRequest], skip: int
 ) -> None:
-    """``request_key_hashes`` (C, a single put's keys) gives ``key_hashes``' hashes."""
+    """``request_key_hashes`` (C, a single put's keys) hashes ``index_keys`` but the
+    first ``skip``."""
     kernel = kernel_or_skip("aiorocketmq.common._hash_kernels")
     for req in requests:
         got = kernel.request_key_hashes(req.topic, req.uniq_key, req.keys, skip)
         assert got == [tag_hash.py_index_key_hash(key) for key in index_keys(req)[skip:]]
-        assert got == key_hashes(req, skip)
