@@ -331,6 +331,9 @@ class CleanupService(Service):
         self._disk_paths = (config.commit_log_dir, config.consume_queue_dir)
         self._measured_paths = (*self._disk_paths, config.index_dir)
         self._pass_lock = asyncio.Lock()
+        # The clean pass and the disk job both measure; one at a time, so a measurement
+        # held up in a thread never lands after a newer one with its stale verdict.
+        self._disk_lock = asyncio.Lock()
         self._clean_job: Periodic | None = None
         self._disk_job: Periodic | None = None
         # decisions and counters: touched on the loop only
@@ -410,14 +413,21 @@ class CleanupService(Service):
         Returns:
             The verdict; ``writable`` and the callback follow ``verdict.full``.
         """
-        readings = await self._executor.run(
-            measure_disks_blocking, self._disk_usage, self._measured_paths
-        )
-        free = await self._executor.run(_free_or_unknown, self._disk_free, self._disk_paths[0])
-        self._readings = readings
-        judged = readings[: len(self._disk_paths)]
-        self._log_unmeasured(judged)
-        verdict = judge_disk([r.ratio for r in judged], self._config)
+        async with self._disk_lock:
+            readings = await self._executor.run(
+                measure_disks_blocking, self._disk_usage, self._measured_paths
+            )
+            free = await self._executor.run(_free_or_unknown, self._disk_free, self._disk_paths[0])
+            self._readings = readings
+            judged = readings[: len(self._disk_paths)]
+            self._log_unmeasured(judged)
+            verdict = judge_disk([r.ratio for r in judged], self._config)
+            verdict = self._refuse_when_low(free, verdict)
+            self._set_writable(not verdict.full, judged)
+            return verdict
+
+    def _refuse_when_low(self, free: int, verdict: DiskVerdict) -> DiskVerdict:
+        """Full as well when the next CommitLog and ConsumeQueue files cannot be made."""
         low = 0 <= free < self._next_files_bytes
         if low != self._low_space:
             self._low_space = low
@@ -428,8 +438,7 @@ class CleanupService(Service):
                 )  # fmt: skip
         if low and not verdict.full:
             # Below the ratios, yet the next file cannot be made: refuse now, cleanly.
-            verdict = dataclasses.replace(verdict, full=True)
-        self._set_writable(not verdict.full, judged)
+            return dataclasses.replace(verdict, full=True)
         return verdict
 
     async def clean_once(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -474,6 +475,34 @@ async def test_reads_go_on_while_the_disk_is_full(make_rig: Callable[..., Any]) 
     selected = rig.commit_log.get_message(first.physical_offset, first.wrote_bytes)
     assert selected is not None
     selected.release()
+
+
+async def test_an_older_measurement_never_overrides_a_newer_one(
+    make_rig: Callable[..., Any],
+) -> None:
+    """The clean pass and the disk job both check the disk. A check whose measurement
+    is held up in a thread must not land after a later one with its stale verdict."""
+    entered, release = threading.Event(), threading.Event()
+    rig: Rig | None = None
+
+    def measure(path: Path) -> float:
+        assert rig is not None
+        ratio = rig.usage["commitlog" if path == rig.config.commit_log_dir else "cq"]
+        if path == rig.config.commit_log_dir and not entered.is_set():
+            entered.set()
+            release.wait(5)
+        return ratio
+
+    rig = await make_rig(full_files=1, service_kw={"disk_usage": measure})
+    rig.usage["commitlog"] = 0.95
+    slow = asyncio.create_task(rig.service.check_disk())  # measures 0.95, then stalls
+    await wait_until(entered.is_set, what="the first check inside its measurement")
+    rig.usage["commitlog"] = 0.5
+    fresh = asyncio.create_task(rig.service.check_disk())  # measures 0.5
+    await asyncio.sleep(0.02)  # let the fresh check reach its measurement if it may
+    release.set()
+    await asyncio.gather(slow, fresh)
+    assert rig.service.writable and rig.events == [False, True]
 
 
 # -- a file held by a reader -------------------------------------------------------------
