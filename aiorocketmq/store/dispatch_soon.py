@@ -1,10 +1,11 @@
 """DispatchSoon: a master's puts are dispatched in a callback after their replies.
 
 Owns: the hand-over from the put path to the dispatcher. A put notes what it appended
-(``note_put`` for a single message and its append, ``note_batch`` for anything else); one
-callback per loop iteration, scheduled by the first note, then runs the
-dispatcher's inline steps (``dispatch_put`` for each single, ``dispatch_now`` for the
-rest; from ``SCAN_FROM_PUTS`` singles on, one ``dispatch_now`` for them all). It runs
+(``note_put``, or ``note_fields`` of a plain put, for a single message and its append;
+``note_batch`` for anything else); one callback per loop iteration, scheduled by the
+first note, then runs the dispatcher's inline steps (``dispatch_put`` for each single,
+``dispatch_now`` for the rest; from ``SCAN_FROM_PUTS`` singles on, one ``dispatch_now``
+for them all). It runs
 after the callback that handled the requests, which wrote their replies on its way
 out: a sender no longer waits for its message's queue unit and index keys (RocketMQ
 too replies before its ReputMessageService dispatches), and the puts of one read are
@@ -26,7 +27,11 @@ from aiorocketmq.store.commit_log import AppendResult
 from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.inner_message import MessageExtBrokerInner
 
-__all__ = ["SCAN_FROM_PUTS", "DispatchSoon", "put_request"]
+__all__ = ["SCAN_FROM_PUTS", "DispatchSoon"]
+
+_Noted = tuple[str, int, int, int, str, AppendResult]
+"""A noted single put: topic, queue id, sysFlag, prepared-transaction offset, stored
+properties, and its append (the request is built only if it goes on its own)."""
 
 SCAN_FROM_PUTS: Final = 8
 """From this many single puts in one iteration (pipelined sends: many requests per
@@ -54,7 +59,7 @@ class DispatchSoon:
     ) -> None:
         self._dispatch_put = dispatch_put
         self._dispatch_now = dispatch_now
-        self._puts: list[tuple[MessageExtBrokerInner, AppendResult]] = []
+        self._puts: list[_Noted] = []
         self._batch = False
         self._scheduled = False
 
@@ -64,7 +69,17 @@ class DispatchSoon:
         Its request is built only if it is dispatched on its own: a scan reads the
         record back anyway.
         """
-        self._puts.append((msg, appended))
+        self._puts.append(
+            (msg.topic, msg.queue_id, msg.sys_flag, msg.prepared_transaction_offset,
+             msg.stored_properties(), appended)
+        )  # fmt: skip
+        self._schedule()
+
+    def note_fields(
+        self, topic: str, queue_id: int, sys_flag: int, properties: str, appended: AppendResult
+    ) -> None:
+        """``note_put`` of a plain put given by its fields (no transaction offset)."""
+        self._puts.append((topic, queue_id, sys_flag, 0, properties, appended))
         self._schedule()
 
     def note_batch(self) -> None:
@@ -91,23 +106,12 @@ class DispatchSoon:
         if len(puts) >= SCAN_FROM_PUTS:
             batch = True  # the scan takes them, in CommitLog order
         else:
-            for msg, appended in puts:
-                self._dispatch_put(put_request(msg, appended), msg.stored_properties())
+            for topic, queue_id, sys_flag, prepared, properties, appended in puts:
+                request = DispatchRequest(
+                    topic, queue_id, appended.physical_offset, appended.wrote_bytes, 0,
+                    appended.store_timestamp, appended.queue_offset, sys_flag=sys_flag,
+                    prepared_transaction_offset=prepared,
+                )  # fmt: skip
+                self._dispatch_put(request, properties)
         if batch:
             self._dispatch_now()
-
-
-def put_request(msg: MessageExtBrokerInner, appended: AppendResult) -> DispatchRequest:
-    """The appended record's request, without what its properties give (the dispatcher
-    completes it from the stored properties string)."""
-    return DispatchRequest(
-        msg.topic,
-        msg.queue_id,
-        appended.physical_offset,
-        appended.wrote_bytes,
-        0,
-        appended.store_timestamp,
-        appended.queue_offset,
-        sys_flag=msg.sys_flag,
-        prepared_transaction_offset=msg.prepared_transaction_offset,
-    )

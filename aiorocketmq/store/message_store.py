@@ -83,7 +83,6 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_DISPATCH_WAIT_S: Final = 5.0
 """How long shutdown lets the reput catch up (RocketMQ: 50 x 100 ms)."""
-
 #: Topics ``cleanUnusedTopic`` never destroys, configured or not.
 _NEVER_CLEANED: Final = frozenset({RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC})
 
@@ -102,6 +101,8 @@ class MessageStore(Service):
     Attributes:
         config, clock, executor, flags, stats, checkpoint: as named.
         commit_log, cq_table, index_service, dispatcher: the parts.
+        plain_putter: a plain single put from its fields (``plain_put.py``); None where
+            puts keep a flush or replica promise, or the record kernel is not built.
         load_result: what ``load()`` found (None before).
     """
 
@@ -136,8 +137,9 @@ class MessageStore(Service):
         soon = DispatchSoon(self.dispatcher.dispatch_put, self.dispatcher.dispatch_now)
         self._putter = MessagePutter(
             config, self.commit_log, clock=self.clock, flags=self.flags, stats=self.stats,
-            wakeup=soon.note_batch, dispatch_put=soon.note_put,
+            wakeup=soon.note_batch, dispatch_put=soon.note_put, note_fields=soon.note_fields,
         )  # fmt: skip
+        self.plain_putter = self._putter.plain
         self._putter.replica_waiter = replica_waiter
         if total_physical_memory is None:
             total_physical_memory = host_physical_memory()
@@ -517,10 +519,7 @@ class MessageStore(Service):
 
     def on_disk_writable_changed(self, writable: bool) -> None:
         """The cleanup service's disk verdict: a full disk refuses puts, reads go on."""
-        if writable:
-            self.flags.get_and_make_disk_ok()
-        else:
-            self.flags.get_and_make_disk_full()
+        (self.flags.get_and_make_disk_ok if writable else self.flags.get_and_make_disk_full)()
 
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         """Call ``listener`` for every dispatched record (long polling; never on a SLAVE)."""

@@ -51,7 +51,7 @@ from aiorocketmq.common.message_codec import (
 )
 from aiorocketmq.common.msg_id import pack_ip
 from aiorocketmq.common.properties import MessageConst, properties_to_string
-from aiorocketmq.common.record_encoder import HOST_V6_BITS, encode_batch_records
+from aiorocketmq.common.record_encoder import encode_batch_records
 from aiorocketmq.runtime.lifecycle import ServiceStateError
 from aiorocketmq.store.commit_log import AppendResult, AppendStatus, CommitLog, queue_key
 from aiorocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
@@ -62,6 +62,7 @@ from aiorocketmq.store.inner_message import (
     MessageExtBrokerInner,
     parse_delay_level,
 )
+from aiorocketmq.store.plain_put import PlainPutter
 from aiorocketmq.store.results import PutMessageResult, PutMessageStatus
 from aiorocketmq.store.running_flags import RunningFlags
 from aiorocketmq.store.store_stats import StoreStats
@@ -125,6 +126,7 @@ class MessagePutter:
         stats: StoreStats,
         wakeup: Callable[[], None],
         dispatch_put: Callable[[MessageExtBrokerInner, AppendResult], None] | None = None,
+        note_fields: Callable[[str, int, int, str, AppendResult], None] | None = None,
     ) -> None:
         self._commit_log = commit_log
         self._clock = clock
@@ -140,7 +142,6 @@ class MessagePutter:
         self._busy_timeout_ms = config.os_page_cache_busy_time_out_mills
         self._max_delay_level = len(parse_delay_levels(config.message_delay_level))
         self._msg_id_prefixes: dict[tuple[str, int], str] = {}
-        self._plain_appends = commit_log.appends_fields
         self._stalled_since_ms = 0  # monotonic ms since appends wait for a file; 0: none
         self._waiting_for_file = 0
         self._no_space_until_ms = 0  # monotonic ms: refuse at once until then (disk full)
@@ -150,6 +151,13 @@ class MessagePutter:
         self.group_commit: GroupCommitService | None = None
         self.replica_waiter: ReplicaWaiter | None = None
         self.on_out_of_space: Callable[[], None] | None = None
+        self.plain: PlainPutter | None = None
+        if not self._may_wait and commit_log.appends_fields and note_fields is not None:
+            self.plain = PlainPutter(
+                commit_log, clock, stats, note_fields, max_body=self._max_body,
+                max_record=self._max_record, refused=self.check_store_status,
+                msg_id_prefix=self._msg_id_prefix,
+            )  # fmt: skip
 
     # -- checks --------------------------------------------------------------------------
 
@@ -203,54 +211,28 @@ class MessagePutter:
         return self._append_and_finish(record, key, topic, msg.store_host, wait, single=single)
 
     def _put_plain(self, msg: MessageExtBrokerInner) -> PutMessageResult | None:
-        """The usual single put in fewer steps: the same record and result, or None.
+        """The usual single put in fewer steps (``PlainPutter``): the same record and
+        result, or None (nothing stored or counted: the general way decides).
 
-        Plain: stored as sent (no ``DELAY``, no transaction type), IPv4 hosts, no promise
-        to keep (ASYNC_FLUSH on a master that is not SYNC_MASTER), nothing to refuse
-        (the store's own status is asked before, once for both ways).
-        Its fields go to ``CommitLog.append_fields``, encoded with their final offsets:
-        no intermediate steps of the general way's encode, no patch. None (nothing
-        stored or counted) whenever any of that does not hold: the general way
-        decides, and words any refusal.
+        Plain here also means stored as sent: no ``DELAY``, no transaction offset, the
+        properties string given. The store's own status was asked before, once for
+        both ways.
         """
-        if self._may_wait or not self._plain_appends:
-            return None
+        plain = self.plain
         props = msg.properties_string
-        born, store = self._packed_host(msg.born_host), self._packed_host(msg.store_host)
-        if props is None or born is None or store is None or _DELAY in msg.properties:
-            return None
-        topic, body = msg.topic, msg.body
-        try:
-            topic_raw = topic.encode("utf-8", "surrogateescape")
-            props_raw = props.encode("utf-8", "surrogateescape")
-        except UnicodeEncodeError:
-            return None
-        body_len = body.nbytes if isinstance(body, memoryview) else len(body)
         if (
-            len(topic_raw) > TOPIC_MAX_LENGTH or len(props_raw) > PROPERTIES_MAX_LENGTH
-            or body_len > self._max_body or msg.prepared_transaction_offset
+            plain is None or props is None or _DELAY in msg.properties
+            or msg.prepared_transaction_offset
         ):  # fmt: skip
             return None
-        appended = self._commit_log.append_fields(
-            queue_key(topic, msg.queue_id), self._clock.now_ms(), self._max_record, body,
-            topic_raw, props_raw, msg.queue_id, msg.flag, msg.sys_flag & ~HOST_V6_BITS,
-            msg.born_timestamp, born, store, msg.reconsume_times,
+        put = plain.put_checked(
+            msg.topic, msg.queue_id, msg.body, props, msg.flag, msg.sys_flag,
+            msg.born_timestamp, msg.born_host, msg.store_host, msg.reconsume_times,
         )  # fmt: skip
-        if appended is None:
+        if put is None:
             return None
-        result = self._finish(appended, topic, msg.store_host, False, msg)
-        assert isinstance(result, PutMessageResult)  # no promise to keep: never awaited
-        return result
-
-    @staticmethod
-    def _packed_host(host: tuple[str, int]) -> tuple[bytes, int] | None:
-        """An IPv4 ``(ip, port)`` as the record stores it (``pack_ip`` is memoised);
-        None otherwise."""
-        try:
-            raw = pack_ip(host[0])
-        except (LocalProtocolError, TypeError):
-            return None
-        return (raw, host[1]) if len(raw) == 4 and 0 <= host[1] <= 0xFFFF else None
+        msg_id, queue_offset, offset, size, stored_at = put
+        return PutMessageResult(_OK, offset, size, queue_offset, [msg_id], stored_at, 1)
 
     def encode_message(
         self, msg: MessageExtBrokerInner

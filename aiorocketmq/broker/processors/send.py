@@ -183,8 +183,9 @@ class SendProcessor:
         Usual: a plain send (``broker.plain_send``) to a topic that passed the static
         checks before, that exists here, is not a ``%RETRY%`` topic and has the queue,
         on a broker that takes writes. Then the header, the checks and the properties
-        edit come from one reader call, and the store is asked as the general path
-        asks it: the same message, reply and refusals (a test holds them equal).
+        edit come from one reader call, and the store's ``plain_putter`` stores it from
+        those fields; what it does not take goes to the store as the general path
+        sends it: the same records, replies and refusals (a test holds them equal).
         """
         ctx = self._ctx
         cfg = ctx.config
@@ -205,11 +206,22 @@ class SendProcessor:
         if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
         address = conn.remote_address
+        born_host = self._hosts.get(address) or self._born_host(address)
+        plain_putter = ctx.store.plain_putter
+        if plain_putter is not None:
+            plain_put = plain_putter.put(
+                topic, queue_id, request.body, stored, flag, sys_flag, born, born_host,
+                ctx.store_host, reconsume,
+            )  # fmt: skip
+            if plain_put is not None:  # stored: ``_reply``'s PUT_OK answer, without a result
+                fields = SendMessageResponseHeader.stored_fields(
+                    plain_put[0], queue_id, plain_put[1], DEFAULT_REGION
+                )
+                return request.response_to(_PUT_OK_RESPONSE[0], None, fields)
         msg = MessageExtBrokerInner(
             topic=topic, queue_id=queue_id, body=request.body, properties=props,
             properties_string=stored, flag=flag, sys_flag=sys_flag, born_timestamp=born,
-            born_host=self._hosts.get(address) or self._born_host(address),
-            store_host=ctx.store_host, reconsume_times=reconsume,
+            born_host=born_host, store_host=ctx.store_host, reconsume_times=reconsume,
         )  # fmt: skip
         put = ctx.store.put_message_nowait(msg)
         if isinstance(put, PutMessageResult):

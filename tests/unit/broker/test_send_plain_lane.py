@@ -111,3 +111,31 @@ async def test_the_lane_replies_and_stores_as_the_general_path(
     assert stored >= 7 and len(fast_records) == stored  # each stored send, firsts included
     expected = [kernel is None if plain is None else plain for _, plain in _cases()]
     assert took == expected
+
+
+async def _through_a_full_disk(tmp_path: Path, lane: bool) -> tuple[list[Any], list[Any]]:
+    """A send, one while the disk is full, one after: codes, fields and records."""
+    async with send_harness(tmp_path) as h:
+        if not lane:
+            processor = h.table.get(V2).__self__
+            processor._send_plain = lambda *args: None  # type: ignore[attr-defined]
+        replies = [await h.invoke(send_request(b"first", code=V2))]
+        h.ctx.store.flags.get_and_make_disk_full()
+        replies.append(await h.invoke(send_request(b"refused", code=V2)))
+        h.ctx.store.flags.get_and_make_disk_ok()
+        replies.append(await h.invoke(send_request(b"stored", code=V2)))
+        await dispatched(h.ctx.store)
+        # The remark quotes the disks' measured shares: its words, not its figures.
+        answers = [(r.code, (r.remark or "").split(":")[0], r.ext_fields) for r in replies]
+        return answers, _records(h.ctx.store.commit_log)
+
+
+async def test_a_store_that_refuses_puts_answers_the_lane_as_the_general_path(
+    tmp_path: Path,
+) -> None:
+    fast, fast_records = await _through_a_full_disk(tmp_path / "lane", lane=True)
+    ref, ref_records = await _through_a_full_disk(tmp_path / "general", lane=False)
+    assert fast == ref and fast_records == ref_records
+    codes = [code for code, _, _ in fast]
+    assert codes == [ResponseCode.SUCCESS, ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SUCCESS]
+    assert [body for *_, body, _ in fast_records] == [b"first", b"stored"]
