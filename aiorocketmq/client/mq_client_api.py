@@ -52,7 +52,13 @@ from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import Body, RemotingCommand
 from aiorocketmq.remoting.errors import ProcessorError, RemotingError
 
-__all__ = ["MQClientAPI", "process_pull_response", "process_send_response", "send_fields_v2"]
+__all__ = [
+    "MQClientAPI",
+    "process_pull_response",
+    "process_send_response",
+    "send_fields_v2",
+    "v2_fields",
+]
 
 _T = TypeVar("_T")
 
@@ -79,38 +85,55 @@ def _parse(address: str, what: str, parse: Callable[[], _T]) -> _T:
 
 
 def send_fields_v2(header: SendMessageRequestHeader) -> dict[str, str]:
-    """``header.to_ext_fields_v2()`` built directly: the same keys, order and strings.
+    """``header.to_ext_fields_v2()`` built directly: the same keys, order and strings
+    (``v2_fields`` of the header's values; a unit test pins the equality)."""
+    return v2_fields(
+        header.producer_group, header.topic, header.default_topic,
+        header.default_topic_queue_nums, header.queue_id, header.sys_flag,
+        header.born_timestamp, header.flag, header.properties, header.reconsume_times,
+        header.unit_mode, header.batch, header.max_reconsume_times, header.broker_name,
+    )  # fmt: skip
 
-    Every send builds these, and the generic path (a name->value dict, a renaming
+
+def v2_fields(  # noqa: PLR0917 - the header's fields, positional on the hot path
+    producer_group: str, topic: str, default_topic: str, default_topic_queue_nums: int,
+    queue_id: int, sys_flag: int, born_timestamp: int, flag: int, properties: str | None,
+    reconsume_times: int | None, unit_mode: bool, batch: bool,
+    max_reconsume_times: int | None, broker_name: str | None,
+) -> dict[str, str]:  # fmt: skip
+    """A SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE header's one-letter fields from its values.
+
+    Every send builds these. The generic path (a name->value dict, a renaming
     comprehension, a per-value type check) cost ~4 µs of a ~30 µs send encode in the
-    client benchmark's profile; a unit test pins the equality.
+    client benchmark's profile, and a header object per send another 0.7 µs.
     """
     fields = {
-        "a": header.producer_group,
-        "b": header.topic,
-        "c": header.default_topic,
-        "d": str(header.default_topic_queue_nums),
-        "e": str(header.queue_id),
-        "f": str(header.sys_flag),
-        "g": str(header.born_timestamp),
-        "h": str(header.flag),
+        "a": producer_group,
+        "b": topic,
+        "c": default_topic,
+        "d": str(default_topic_queue_nums),
+        "e": str(queue_id),
+        "f": str(sys_flag),
+        "g": str(born_timestamp),
+        "h": str(flag),
     }
-    if header.properties is not None:
-        fields["i"] = header.properties
-    if header.reconsume_times is not None:
-        fields["j"] = str(header.reconsume_times)
-    fields["k"] = "true" if header.unit_mode else "false"
-    if header.max_reconsume_times is not None:
-        fields["l"] = str(header.max_reconsume_times)
-    fields["m"] = "true" if header.batch else "false"
-    if header.broker_name is not None:
-        fields["n"] = header.broker_name
+    if properties is not None:
+        fields["i"] = properties
+    if reconsume_times is not None:
+        fields["j"] = str(reconsume_times)
+    fields["k"] = "true" if unit_mode else "false"
+    if max_reconsume_times is not None:
+        fields["l"] = str(max_reconsume_times)
+    fields["m"] = "true" if batch else "false"
+    if broker_name is not None:
+        fields["n"] = broker_name
     return fields
 
 
 def process_send_response(
-    broker_name: str, topic: str, msg_id: str | None, reply: RemotingCommand, address: str
-) -> SendResult:
+    broker_name: str, topic: str, msg_id: str | None, reply: RemotingCommand, address: str,
+    *, sent: MessageQueue | None = None,
+) -> SendResult:  # fmt: skip
     """A SEND_MESSAGE* reply -> ``SendResult`` (Java's ``processSendResponse``).
 
     Args:
@@ -119,6 +142,8 @@ def process_send_response(
         msg_id: its UNIQ_KEY (comma-joined for a batch).
         reply: the broker's reply.
         address: the broker's address (for errors).
+        sent: the queue the request named; the result shares it when the reply names
+            the same queue (the usual case: no new queue object per send).
 
     Raises:
         MQBrokerError: any code but SUCCESS, FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT,
@@ -131,16 +156,16 @@ def process_send_response(
         header = SendMessageResponseHeader.from_ext_fields(reply.ext_fields)
     except _MALFORMED_REPLY as exc:  # as _parse, without a closure per send
         raise _malformed(address, "send", exc) from exc
+    queue_id = header.queue_id
+    if (
+        sent is None or sent.queue_id != queue_id or sent.topic != topic
+        or sent.broker_name != broker_name
+    ):  # fmt: skip
+        sent = MessageQueue(topic, broker_name, queue_id)
     return SendResult(
-        status=status,
-        msg_id=msg_id,
-        offset_msg_id=header.msg_id,
-        message_queue=MessageQueue(topic, broker_name, header.queue_id),
-        queue_offset=header.queue_offset,
-        transaction_id=header.transaction_id,
-        region_id=header.msg_region or "DefaultRegion",
-        trace_on=reply.ext_fields.get("TRACE_ON") != "false",
-    )
+        status, msg_id, header.msg_id, sent, header.queue_offset, header.transaction_id,
+        header.msg_region or "DefaultRegion", reply.ext_fields.get("TRACE_ON") != "false",
+    )  # fmt: skip
 
 
 def process_pull_response(reply: RemotingCommand, address: str) -> PullResult:
@@ -224,36 +249,33 @@ class MQClientAPI:
     async def send_message(
         self,
         address: str,
-        broker_name: str,
-        header: SendMessageRequestHeader,
+        queue: MessageQueue,
+        code: RequestCode,
+        fields: dict[str, str],
         body: Body,
-        timeout_ms: int,
         *,
+        topic: str,
+        timeout_ms: int,
         msg_id: str | None,
         oneway: bool = False,
-        v2: bool = True,
     ) -> SendResult | None:
-        """SEND_MESSAGE_V2 (one-letter header), SEND_BATCH_MESSAGE or SEND_MESSAGE.
+        """SEND_MESSAGE_V2 or SEND_BATCH_MESSAGE (``v2_fields``), or SEND_MESSAGE
+        (``SendMessageRequestHeader.to_ext_fields``).
 
         Args:
             address: the broker (a master).
-            broker_name: its name, for the result's queue.
-            header: the request header (``header.batch`` picks SEND_BATCH_MESSAGE).
+            queue: the queue the header names (its broker name goes into the result).
+            code: the request code.
+            fields: the request header's fields.
             body: the (possibly compressed) body, or the encoded batch.
+            topic: the message's topic (the result's queue's; Java takes the message's).
             timeout_ms: the reply timeout.
             msg_id: the UNIQ_KEY(s) the result reports.
             oneway: send without waiting (returns None).
-            v2: one-letter header (Java's ``sendSmartMsg``, the default).
 
         Raises:
             MQBrokerError: error reply. MQRemotingError: transport failure.
         """
-        if header.batch:
-            code, fields = RequestCode.SEND_BATCH_MESSAGE, send_fields_v2(header)
-        elif v2:
-            code, fields = RequestCode.SEND_MESSAGE_V2, send_fields_v2(header)
-        else:
-            code, fields = RequestCode.SEND_MESSAGE, header.to_ext_fields()
         if oneway:
             await self.invoke_oneway(address, code, fields, body, timeout_ms)
             return None
@@ -263,7 +285,7 @@ class MQClientAPI:
             )
         except RemotingError as exc:
             raise self._transport_error(address, exc) from exc
-        return process_send_response(broker_name, header.topic, msg_id, reply, address)
+        return process_send_response(queue.broker_name, topic, msg_id, reply, address, sent=queue)
 
     # -- pull ---------------------------------------------------------------------------
 

@@ -44,6 +44,7 @@ from aiorocketmq.client.errors import (
 )
 from aiorocketmq.client.instance import ClientInstance, ClientManager
 from aiorocketmq.client.member import InstanceMember
+from aiorocketmq.client.mq_client_api import v2_fields
 from aiorocketmq.client.publish_info import TopicPublishInfo
 from aiorocketmq.client.results import SendResult, SendStatus
 from aiorocketmq.client.selectors import MessageQueueSelector
@@ -57,7 +58,7 @@ from aiorocketmq.common.validators import (
     not_allowed_send_remark,
     validate_topic_client,
 )
-from aiorocketmq.remoting.broker_headers import SendMessageRequestHeader
+from aiorocketmq.remoting.codes import RequestCode
 
 __all__ = ["Producer"]
 
@@ -468,22 +469,15 @@ class Producer(InstanceMember):
     def _send_to(
         self, address: str, out: _Outgoing, mq: MessageQueue, timeout_ms: int, *, oneway: bool
     ) -> Awaitable[SendResult | None]:
-        header = SendMessageRequestHeader(
-            producer_group=self.group,
-            topic=out.topic,
-            default_topic=self.config.create_topic_key,
-            default_topic_queue_nums=self.config.default_topic_queue_nums,
-            queue_id=mq.queue_id,
-            sys_flag=out.sys_flag,
-            born_timestamp=int(time.time() * 1000),
-            flag=out.flag,
-            properties=out.properties,
-            reconsume_times=out.reconsume_times,
-            unit_mode=self.config.unit_mode,
-            batch=out.batch,
-            max_reconsume_times=out.max_reconsume_times,
-            broker_name=mq.broker_name,
-        )
+        cfg = self.config
+        fields = v2_fields(
+            self.group, out.topic, cfg.create_topic_key, cfg.default_topic_queue_nums,
+            mq.queue_id, out.sys_flag, int(time.time() * 1000), out.flag, out.properties,
+            out.reconsume_times, cfg.unit_mode, out.batch, out.max_reconsume_times,
+            mq.broker_name,
+        )  # fmt: skip
+        code = RequestCode.SEND_BATCH_MESSAGE if out.batch else RequestCode.SEND_MESSAGE_V2
         return self.instance.api.send_message(
-            address, mq.broker_name, header, out.body, timeout_ms, msg_id=out.msg_id, oneway=oneway
-        )
+            address, mq, code, fields, out.body, topic=out.topic, timeout_ms=timeout_ms,
+            msg_id=out.msg_id, oneway=oneway,
+        )  # fmt: skip

@@ -53,6 +53,23 @@ def test_send_region_and_trace_switch() -> None:
     assert (result.region_id, result.trace_on, result.transaction_id) == ("eu", False, "tx")
 
 
+@pytest.mark.parametrize(
+    ("sent", "shared"),
+    [
+        (MessageQueue("T", "broker-a", 3), True),
+        (MessageQueue("T", "broker-a", 1), False),  # the broker chose another queue
+        (MessageQueue("Other", "broker-a", 3), False),  # a queue of another topic given
+        (MessageQueue("T", "broker-b", 3), False),
+    ],
+)
+def test_the_result_shares_the_sent_queue_only_when_the_reply_names_it(
+    sent: MessageQueue, shared: bool
+) -> None:
+    result = process_send_response("broker-a", "T", "U", _reply(0, SEND_FIELDS), ADDR, sent=sent)
+    assert result.message_queue == MessageQueue("T", "broker-a", 3)
+    assert (result.message_queue is sent) is shared
+
+
 @pytest.mark.parametrize("code", [c for c in ResponseCode if c not in SEND_STATUS_BY_CODE])
 def test_other_send_codes_are_broker_errors(code: ResponseCode) -> None:
     with pytest.raises(MQBrokerError) as err:
