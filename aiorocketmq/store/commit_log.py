@@ -284,9 +284,11 @@ class CommitLog:
         size = _V4_BODY_POS + body_len + 3 + len(topic_raw) + len(props_raw)
         if size > max_size or size + _BLANK_MIN > self.file_size:
             return None
-        mapped = self._writable(size)
-        if mapped is None:
-            return None
+        mapped = self.queue.last_file
+        if mapped is None or size + _BLANK_MIN > mapped.file_size - mapped.wrote_position:
+            mapped = self._writable(size)  # full, or the record ends it: roll
+            if mapped is None:
+                return None
         table = self.topic_queue_table
         queue_offset = table.get(queue_key, 0)
         physical_offset = mapped.file_from_offset + mapped.wrote_position

@@ -50,7 +50,7 @@ class DispatchSoon:
         dispatch_now: the dispatcher's step for whatever was appended.
     """
 
-    __slots__ = ("_batch", "_dispatch_now", "_dispatch_put", "_puts", "_scheduled")
+    __slots__ = ("_batch", "_dispatch_now", "_dispatch_put", "_loop", "_puts", "_scheduled")
 
     def __init__(
         self,
@@ -62,6 +62,7 @@ class DispatchSoon:
         self._puts: list[_Noted] = []
         self._batch = False
         self._scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def note_put(self, msg: MessageExtBrokerInner, appended: AppendResult) -> None:
         """A single put appended ``msg`` (stored as sent) as ``appended`` says.
@@ -90,11 +91,14 @@ class DispatchSoon:
     def _schedule(self) -> None:
         if self._scheduled:
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.run()
-            return
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            # Asked once per loop: CPython 3.11's get_running_loop is a getpid() call.
+            try:
+                loop = self._loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self.run()
+                return
         self._scheduled = True
         loop.call_soon(self.run)
 

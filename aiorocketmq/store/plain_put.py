@@ -19,6 +19,7 @@ append would have), and the general way decides and words any refusal.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from aiorocketmq.common.clock import Clock
 from aiorocketmq.common.constants import PROPERTIES_MAX_LENGTH, TOPIC_MAX_LENGTH
@@ -35,6 +36,8 @@ __all__ = ["PlainPut", "PlainPutter", "packed_host"]
 PlainPut = tuple[str, int, int, int, int]
 """A plain put's outcome: offset msgId, queue offset, physical offset, record size and
 store timestamp."""
+
+_HOSTS_MAX: Final = 4096
 
 _NoteFields = Callable[[str, int, int, str, AppendResult], None]
 
@@ -66,6 +69,7 @@ class PlainPutter:
     __slots__ = (
         "_clock",
         "_commit_log",
+        "_hosts",
         "_max_body",
         "_max_record",
         "_msg_id_prefix",
@@ -94,6 +98,7 @@ class PlainPutter:
         self._max_record = max_record
         self._refused = refused
         self._msg_id_prefix = msg_id_prefix
+        self._hosts: dict[tuple[str, int], tuple[bytes, int]] = {}  # packed, as stored
 
     def put(  # noqa: PLR0917 - a message's fields, positional on the hot path
         self, topic: str, queue_id: int, body: BytesLike, properties: str, flag: int,
@@ -115,9 +120,15 @@ class PlainPutter:
         store_host: tuple[str, int], reconsume_times: int,
     ) -> PlainPut | None:  # fmt: skip
         """``put`` once the store's status has been asked."""
-        born, store = packed_host(born_host), packed_host(store_host)
+        hosts = self._hosts
+        born, store = hosts.get(born_host), hosts.get(store_host)
         if born is None or store is None:
-            return None
+            born, store = packed_host(born_host), packed_host(store_host)
+            if born is None or store is None:
+                return None
+            if len(hosts) >= _HOSTS_MAX:  # a sender's (ip, port) each: bounded
+                hosts.clear()
+            hosts[born_host], hosts[store_host] = born, store
         try:
             topic_raw = topic.encode("utf-8", "surrogateescape")
             props_raw = properties.encode("utf-8", "surrogateescape")
