@@ -66,6 +66,7 @@ log = logging.getLogger(__name__)
 
 _C = MessageConst
 _RETRY_PREFIX = "%RETRY%"
+_CHECKED_TOPICS_MAX = 1024  # topics known to pass the checks; forgotten past this
 
 
 @dataclass(slots=True)
@@ -109,6 +110,7 @@ class Producer(InstanceMember):
         self._publish: dict[str, TopicPublishInfo] = {}
         self._uniq = UniqKeyGenerator(self.client_config.client_ip, os.getpid())
         self._pending: set[asyncio.Task[SendResult]] = set()
+        self._checked_topics: set[str] = set()  # passed ``_check_message``'s topic rules
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -270,9 +272,14 @@ class Producer(InstanceMember):
 
     def _check_message(self, msg: Message) -> None:
         """Java's ``Validators.checkMessage``."""
-        remark = validate_topic_client(msg.topic) or not_allowed_send_remark(msg.topic)
-        if remark is not None:
-            raise InvalidArgumentError(remark)
+        topic = msg.topic
+        if topic not in self._checked_topics:
+            remark = validate_topic_client(topic) or not_allowed_send_remark(topic)
+            if remark is not None:
+                raise InvalidArgumentError(remark)
+            if len(self._checked_topics) >= _CHECKED_TOPICS_MAX:
+                self._checked_topics.clear()
+            self._checked_topics.add(topic)
         size = msg.body.nbytes if isinstance(msg.body, memoryview) else len(msg.body)
         if size == 0:
             raise InvalidArgumentError("the message body length is zero")

@@ -160,7 +160,10 @@ class UniqKeyGenerator:
         tz: time zone whose months are counted; None means local time, as Java.
     """
 
-    __slots__ = ("_clock", "_counter", "_next_start_ms", "_prefix", "_start_ms", "_tz")
+    __slots__ = (
+        "_clock", "_counter", "_last_ms", "_next_start_ms", "_prefix", "_start_ms",
+        "_timed_prefix", "_tz",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -181,6 +184,9 @@ class UniqKeyGenerator:
         self._tz = tz
         self._counter = 0
         self._start_ms, self._next_start_ms = _month_bounds_ms(self._clock.now_ms(), tz)
+        # The prefix with the time field of the last millisecond: many ids share one.
+        self._last_ms = -1
+        self._timed_prefix = ""
 
     @property
     def prefix(self) -> str:
@@ -190,6 +196,15 @@ class UniqKeyGenerator:
     def next_id(self) -> str:
         """Return a new UNIQ_KEY (32 hex chars for an IPv4 client, 56 for IPv6)."""
         now_ms = self._clock.now_ms()
+        counter = self._counter
+        self._counter = counter + 1
+        if now_ms != self._last_ms:
+            self._timed_prefix = self._prefix + self._time_field(now_ms)
+            self._last_ms = now_ms
+        return f"{self._timed_prefix}{counter & 0xFFFF:04X}"
+
+    def _time_field(self, now_ms: int) -> str:
+        """The 8 hex digits of the ms since the start of the month."""
         if now_ms >= self._next_start_ms:
             self._start_ms, self._next_start_ms = _month_bounds_ms(now_ms, self._tz)
         # Java casts the difference to int: a 31-day month overflows it after ~24.8
@@ -199,9 +214,7 @@ class UniqKeyGenerator:
             # The clock stepped back a little (NTP): Java writes 0 rather than a
             # wrapped negative number.
             diff = 0
-        counter = self._counter
-        self._counter = counter + 1
-        return f"{self._prefix}{diff & 0xFFFFFFFF:08X}{counter & 0xFFFF:04X}"
+        return f"{diff & 0xFFFFFFFF:08X}"
 
 
 def build_client_id(
