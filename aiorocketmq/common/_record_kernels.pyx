@@ -415,6 +415,81 @@ cdef object _encode_batch(
     return out
 
 
+cdef struct _One:
+    # One record's fields, as ``encode_one_record`` takes them (texts and hosts packed).
+    const uint8_t* body
+    Py_ssize_t body_len
+    const char* topic
+    Py_ssize_t topic_len
+    const char* props
+    Py_ssize_t props_len
+    int32_t queue_id
+    int32_t flag
+    int64_t queue_offset
+    int64_t physical_offset
+    int32_t sys_flag
+    int64_t born_timestamp
+    const char* born_ip
+    int32_t born_port
+    int64_t store_timestamp
+    const char* store_ip
+    int32_t store_port
+    int32_t reconsume_times
+    int64_t prepared_transaction_offset
+    int64_t body_crc
+
+
+cdef Py_ssize_t _one_size(_One* f, _Layout* l, Py_ssize_t born_ip_len,
+                          Py_ssize_t store_ip_len) noexcept:
+    """The record's TOTALSIZE, or -1 for whatever the reference refuses (a negative
+    field, a port past 65535, a record past 2**31 - 1 bytes, hosts that do not match
+    the flag's widths)."""
+    cdef Py_ssize_t total
+    if (f.queue_id < 0 or f.queue_offset < 0 or f.physical_offset < 0 or f.sys_flag < 0
+            or f.born_timestamp < 0 or f.store_timestamp < 0 or f.reconsume_times < 0
+            or f.prepared_transaction_offset < 0 or f.body_crc < -1
+            or f.body_crc > _INT32_MAX or not 0 <= f.born_port <= 0xFFFF
+            or not 0 <= f.store_port <= 0xFFFF or born_ip_len != l.born_ip_len
+            or store_ip_len != l.store_ip_len or f.topic_len > 127
+            or f.props_len > _PROPERTIES_MAX):
+        return -1
+    total = l.body + f.body_len + 1 + f.topic_len + 2 + f.props_len
+    return -1 if total > _INT32_MAX else total
+
+
+cdef void _write_one(uint8_t* r, _One* f, _Layout* l, Py_ssize_t total) noexcept:
+    """Write the record ``_one_size`` accepted at ``r`` (``total`` bytes)."""
+    cdef int64_t body_crc = f.body_crc
+    if body_crc == -1:
+        body_crc = crc32(0, f.body, <unsigned int>f.body_len) & 0x7FFFFFFF
+    _put32(r, <uint32_t>total)
+    _put32(r + 4, _MAGIC_V1)
+    _put32(r + 8, <uint32_t>body_crc)
+    _put32(r + 12, <uint32_t>f.queue_id)
+    _put32(r + 16, <uint32_t>f.flag)
+    _put64(r + 20, <uint64_t>f.queue_offset)
+    _put64(r + 28, <uint64_t>f.physical_offset)
+    _put32(r + 36, <uint32_t>f.sys_flag)
+    _put64(r + 40, <uint64_t>f.born_timestamp)
+    memcpy(r + l.born_ip, f.born_ip, l.born_ip_len)
+    _put32(r + l.born_ip + l.born_ip_len, <uint32_t>f.born_port)
+    _put64(r + l.store_ts, <uint64_t>f.store_timestamp)
+    memcpy(r + l.store_ip, f.store_ip, l.store_ip_len)
+    _put32(r + l.store_ip + l.store_ip_len, <uint32_t>f.store_port)
+    _put32(r + l.reconsume, <uint32_t>f.reconsume_times)
+    _put64(r + l.reconsume + 4, <uint64_t>f.prepared_transaction_offset)
+    _put32(r + l.body - 4, <uint32_t>f.body_len)
+    r += l.body
+    memcpy(r, f.body, f.body_len)
+    r += f.body_len
+    r[0] = <uint8_t>f.topic_len
+    memcpy(r + 1, f.topic, f.topic_len)
+    r += 1 + f.topic_len
+    r[0] = (f.props_len >> 8) & 0xFF
+    r[1] = f.props_len & 0xFF
+    memcpy(r + 2, f.props, f.props_len)
+
+
 def encode_one_record(
     body, bytes topic_raw, bytes props_raw, int32_t queue_id, int32_t flag,
     int64_t queue_offset, int64_t physical_offset, int32_t sys_flag, int64_t born_timestamp,
@@ -432,53 +507,88 @@ def encode_one_record(
     """
     cdef _Layout l = _layout(sys_flag)
     cdef Py_buffer buf
-    cdef Py_ssize_t topic_len = len(topic_raw), props_len = len(props_raw), total
-    cdef uint8_t* r
-    if (queue_id < 0 or queue_offset < 0 or physical_offset < 0 or sys_flag < 0
-            or born_timestamp < 0 or store_timestamp < 0 or reconsume_times < 0
-            or prepared_transaction_offset < 0 or body_crc < -1 or body_crc > _INT32_MAX
-            or not 0 <= born_port <= 0xFFFF or not 0 <= store_port <= 0xFFFF
-            or len(born_raw) != l.born_ip_len or len(store_raw) != l.store_ip_len
-            or topic_len > 127 or props_len > _PROPERTIES_MAX):
-        return None
+    cdef _One f
+    cdef Py_ssize_t total
     PyObject_GetBuffer(body, &buf, PyBUF_SIMPLE)
     try:
-        total = l.body + buf.len + 1 + topic_len + 2 + props_len
-        if total > _INT32_MAX:
+        _fill_one(&f, &buf, topic_raw, props_raw, queue_id, flag, queue_offset,
+                  physical_offset, sys_flag, born_timestamp, born_raw, born_port,
+                  store_timestamp, store_raw, store_port, reconsume_times,
+                  prepared_transaction_offset, body_crc)
+        total = _one_size(&f, &l, len(born_raw), len(store_raw))
+        if total < 0:
             return None
-        if body_crc == -1:
-            body_crc = crc32(0, <const uint8_t*>buf.buf, <unsigned int>buf.len) & 0x7FFFFFFF
         out = bytearray(total)
-        r = out
-        _put32(r, <uint32_t>total)
-        _put32(r + 4, _MAGIC_V1)
-        _put32(r + 8, <uint32_t>body_crc)
-        _put32(r + 12, <uint32_t>queue_id)
-        _put32(r + 16, <uint32_t>flag)
-        _put64(r + 20, <uint64_t>queue_offset)
-        _put64(r + 28, <uint64_t>physical_offset)
-        _put32(r + 36, <uint32_t>sys_flag)
-        _put64(r + 40, <uint64_t>born_timestamp)
-        memcpy(r + l.born_ip, <const char*>born_raw, l.born_ip_len)
-        _put32(r + l.born_ip + l.born_ip_len, <uint32_t>born_port)
-        _put64(r + l.store_ts, <uint64_t>store_timestamp)
-        memcpy(r + l.store_ip, <const char*>store_raw, l.store_ip_len)
-        _put32(r + l.store_ip + l.store_ip_len, <uint32_t>store_port)
-        _put32(r + l.reconsume, <uint32_t>reconsume_times)
-        _put64(r + l.reconsume + 4, <uint64_t>prepared_transaction_offset)
-        _put32(r + l.body - 4, <uint32_t>buf.len)
-        r += l.body
-        memcpy(r, buf.buf, buf.len)
-        r += buf.len
-        r[0] = <uint8_t>topic_len
-        memcpy(r + 1, <const char*>topic_raw, topic_len)
-        r += 1 + topic_len
-        r[0] = (props_len >> 8) & 0xFF
-        r[1] = props_len & 0xFF
-        memcpy(r + 2, <const char*>props_raw, props_len)
+        _write_one(out, &f, &l, total)
         return out
     finally:
         PyBuffer_Release(&buf)
+
+
+def encode_one_record_into(
+    target, Py_ssize_t pos, body, bytes topic_raw, bytes props_raw, int32_t queue_id,
+    int32_t flag, int64_t queue_offset, int64_t physical_offset, int32_t sys_flag,
+    int64_t born_timestamp, bytes born_raw, int32_t born_port, int64_t store_timestamp,
+    bytes store_raw, int32_t store_port, int32_t reconsume_times,
+):
+    """``encode_one_record`` written straight into ``target`` at ``pos`` (a mapped file:
+    no record object, no second copy); no transaction offset, the body's own CRC.
+
+    Returns:
+        The bytes written; -1 and nothing written where ``encode_one_record`` gives
+        None, or where the record does not fit in ``target`` from ``pos``.
+    """
+    cdef _Layout l = _layout(sys_flag)
+    cdef Py_buffer buf, out
+    cdef _One f
+    cdef Py_ssize_t total
+    PyObject_GetBuffer(body, &buf, PyBUF_SIMPLE)
+    try:
+        _fill_one(&f, &buf, topic_raw, props_raw, queue_id, flag, queue_offset,
+                  physical_offset, sys_flag, born_timestamp, born_raw, born_port,
+                  store_timestamp, store_raw, store_port, reconsume_times, 0, -1)
+        total = _one_size(&f, &l, len(born_raw), len(store_raw))
+        if total < 0 or pos < 0:
+            return -1
+        PyObject_GetBuffer(target, &out, PyBUF_WRITABLE)
+        try:
+            if total > out.len - pos:
+                return -1
+            _write_one(<uint8_t*>out.buf + pos, &f, &l, total)
+        finally:
+            PyBuffer_Release(&out)
+        return total
+    finally:
+        PyBuffer_Release(&buf)
+
+
+cdef inline void _fill_one(
+    _One* f, Py_buffer* body, bytes topic_raw, bytes props_raw, int32_t queue_id,
+    int32_t flag, int64_t queue_offset, int64_t physical_offset, int32_t sys_flag,
+    int64_t born_timestamp, bytes born_raw, int32_t born_port, int64_t store_timestamp,
+    bytes store_raw, int32_t store_port, int32_t reconsume_times,
+    int64_t prepared_transaction_offset, int64_t body_crc,
+):
+    f.body = <const uint8_t*>body.buf
+    f.body_len = body.len
+    f.topic = <const char*>topic_raw
+    f.topic_len = len(topic_raw)
+    f.props = <const char*>props_raw
+    f.props_len = len(props_raw)
+    f.queue_id = queue_id
+    f.flag = flag
+    f.queue_offset = queue_offset
+    f.physical_offset = physical_offset
+    f.sys_flag = sys_flag
+    f.born_timestamp = born_timestamp
+    f.born_ip = <const char*>born_raw
+    f.born_port = born_port
+    f.store_timestamp = store_timestamp
+    f.store_ip = <const char*>store_raw
+    f.store_port = store_port
+    f.reconsume_times = reconsume_times
+    f.prepared_transaction_offset = prepared_transaction_offset
+    f.body_crc = body_crc
 
 
 cdef inline Py_ssize_t _separator(

@@ -268,7 +268,8 @@ class CommitLog:
         """``append`` of one plain record given by its fields: a single put's way.
 
         The C kernel encodes it with its final QUEUEOFFSET, PHYSICALOFFSET and
-        STORETIMESTAMP, so nothing is patched. Plain: no transaction bits, IPv4 hosts
+        STORETIMESTAMP straight into the mapped file: no record object, nothing
+        patched. Plain: no transaction bits, IPv4 hosts
         (4-byte ``born`` and ``store`` addresses with their ports).
 
         Returns:
@@ -289,22 +290,27 @@ class CommitLog:
             mapped = self._writable(size)  # full, or the record ends it: roll
             if mapped is None:
                 return None
+        if mapped.fail_writes is not None:
+            return None  # ``append`` meets the same failure and reports it
         table = self.topic_queue_table
         queue_offset = table.get(queue_key, 0)
-        physical_offset = mapped.file_from_offset + mapped.wrote_position
-        record = _KERNEL.encode_one_record(
-            body, topic_raw, props_raw, queue_id, flag, queue_offset, physical_offset,
-            sys_flag, born_timestamp, born[0], born[1], store_timestamp, store[0], store[1],
-            reconsume_times, 0, -1,
+        pos = mapped.wrote_position
+        physical_offset = mapped.file_from_offset + pos
+        # ``verify_writes`` checks the record before it reaches the file: encoded aside.
+        aside = bytearray(size) if self._verify else None
+        wrote = _KERNEL.encode_one_record_into(
+            mapped.buffer if aside is None else aside, pos if aside is None else 0, body,
+            topic_raw, props_raw, queue_id, flag, queue_offset, physical_offset, sys_flag,
+            born_timestamp, born[0], born[1], store_timestamp, store[0], store[1],
+            reconsume_times,
         )  # fmt: skip
-        if record is None or len(record) != size:
-            return None
-        if self._verify:
-            _verify_records(record, 1)
-        try:
-            mapped.append(record)
-        except StoreIOError:
-            return None  # ``append`` meets the same failure and reports it
+        if wrote != size:
+            return None  # declined: nothing was written
+        if aside is None:
+            mapped.wrote_in_place(size)
+        else:
+            _verify_records(aside, 1)
+            mapped.append(aside)
         mapped.store_timestamp = store_timestamp
         table[queue_key] = queue_offset + 1
         return AppendResult(_PUT_OK, physical_offset, size, queue_offset, store_timestamp, 1)

@@ -366,6 +366,14 @@ class MappedFile:
         self.wrote_position = self.committed_position = end
         return pos
 
+    def wrote_in_place(self, size: int) -> None:
+        """Advance past ``size`` bytes written through ``buffer`` at the write position
+        (a record encoded straight into the mapping)."""
+        end = self.wrote_position + size
+        if size < 0 or end > self.file_size:
+            raise StoreError(f"{size} bytes do not fit at the end of {self.path}")
+        self.wrote_position = self.committed_position = end
+
     def fill_to_end(self, head: bytes) -> int:
         """Write ``head`` at the write position and mark the file full.
 

@@ -106,3 +106,45 @@ def test_the_kernel_declines_what_the_reference_refuses(kernel: Any) -> None:
         {"sys_flag": 0x20}, {"topic_raw": b"t" * 128}, {"props_raw": b"p" * 32768},
     ):  # fmt: skip
         assert kernel.encode_one_record(*{**ok, **change}.values()) is None, change
+
+
+@settings(max_examples=200, deadline=None)
+@given(kwargs=RECORD_KWARGS, at=st.integers(0, 64), room=st.integers(-2, 2))
+def test_encoding_into_a_buffer_writes_the_same_bytes_or_nothing(
+    kernel: Any, kwargs: dict[str, Any], at: int, room: int
+) -> None:
+    """``encode_one_record_into``: ``encode_one_record``'s bytes at ``pos``; -1 and the
+    buffer untouched when they do not fit from there."""
+    topic_raw = kwargs["topic"].encode("utf-8", "surrogateescape")
+    props_raw = kwargs["properties"].encode("utf-8", "surrogateescape")
+    born_raw, born_port, store_raw, store_port, sys_flag = record_encoder._pack_hosts(
+        kwargs["born_host"], kwargs["store_host"], kwargs["sys_flag"]
+    )
+    fields = (
+        kwargs["body"], topic_raw, props_raw, kwargs["queue_id"], kwargs["flag"],
+        kwargs["queue_offset"], kwargs["physical_offset"], sys_flag, kwargs["born_timestamp"],
+        born_raw, born_port, kwargs["store_timestamp"], store_raw, store_port,
+        kwargs["reconsume_times"],
+    )  # fmt: skip
+    want = kernel.encode_one_record(*fields, 0, -1)
+    assert want is not None
+    target = bytearray(b"\xee" * (at + len(want) + room))
+    wrote = kernel.encode_one_record_into(target, at, *fields)
+    if room < 0:
+        assert wrote == -1 and target == bytearray(b"\xee" * len(target))
+    else:
+        assert wrote == len(want) and target[at : at + wrote] == want
+        assert target[:at] + target[at + wrote :] == bytearray(b"\xee" * (len(target) - wrote))
+
+
+def test_encoding_into_declines_what_the_reference_refuses(kernel: Any) -> None:
+    ok = (b"body", b"T", b"a\x01b", 1, 0, 0, 0, 0, 1, bytes(4), 1, 0, bytes(4), 2, 0)
+    target = bytearray(256)
+    assert kernel.encode_one_record_into(target, 0, *ok) > 0
+    for index, bad in ((3, -1), (9, bytes(16)), (10, 65536), (1, b"t" * 128)):
+        fields = list(ok)
+        fields[index] = bad
+        before = bytes(target)
+        assert kernel.encode_one_record_into(target, 8, *fields) == -1, (index, bad)
+        assert bytes(target) == before
+    assert kernel.encode_one_record_into(target, -1, *ok) == -1

@@ -59,11 +59,12 @@ def _cases() -> list[Case]:
 
 
 async def _put_all(
-    tmp_path: Path, cases: list[Case], plain: bool
+    tmp_path: Path, cases: list[Case], plain: bool, verify: bool = True
 ) -> tuple[list[Any], bytes, list[bool]]:
     """Results, the CommitLog's bytes, and per message whether the plain way stored it."""
     clock = ManualClock()
-    store = await open_store(store_config(tmp_path, max_message_size=65_536), clock=clock)
+    config = store_config(tmp_path, max_message_size=65_536, verify_writes=verify)
+    store = await open_store(config, clock=clock)
     took_plain: list[bool] = []
     real_append_fields = store.commit_log.append_fields
 
@@ -97,14 +98,15 @@ def _commit_log_bytes(log: CommitLog) -> bytes:
     return bytes(out)
 
 
+@pytest.mark.parametrize("verify", [True, False], ids=["verified aside", "into the file"])
 async def test_plain_way_stores_what_the_general_way_stores(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verify: bool
 ) -> None:
     monkeypatch.setattr(
         commit_log_module, "_KERNEL", kernel_or_skip("aiorocketmq.common._record_kernels")
     )
     cases = _cases()
-    fast, fast_bytes, took_plain = await _put_all(tmp_path / "plain", cases, plain=True)
+    fast, fast_bytes, took_plain = await _put_all(tmp_path / "plain", cases, True, verify)
     monkeypatch.setattr(commit_log_module, "_KERNEL", None)
     ref, ref_bytes, none_plain = await _put_all(tmp_path / "general", cases, plain=False)
     assert fast == ref
