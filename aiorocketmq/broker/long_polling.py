@@ -163,7 +163,7 @@ class PullRequestHoldService(Service):
         max_offset: int,
         tags_code: int,
         store_timestamp: int,
-        properties: dict[str, str],
+        properties: str,
     ) -> None:
         """The store's arrival listener (``NotifyMessageArrivingListener``); never raises."""
         try:

@@ -28,7 +28,7 @@ from typing import Final
 from aiorocketmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC
 from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.message_codec import RecordScanner, RecordView
-from aiorocketmq.common.properties import MessageConst, select_properties, string_to_properties
+from aiorocketmq.common.properties import MessageConst, select_properties
 from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.errors import StoreError
@@ -115,10 +115,8 @@ class DispatchRequestBuilder:
         if request.topic == RMQ_SYS_SCHEDULE_TOPIC:
             raise ValueError("a schedule-topic record's tagsCode needs from_record")
         request.properties_raw = properties
-        props = request.properties = string_to_properties(properties)
-        request.tags_code = self.tags_code(props.get(MessageConst.PROPERTY_TAGS))
-        request.keys = props.get(MessageConst.PROPERTY_KEYS)
-        request.uniq_key = props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        tags, request.keys, request.uniq_key = select_properties(properties, _DISPATCH_PROPERTIES)
+        request.tags_code = self.tags_code(tags)
 
     def check_put(self, request: DispatchRequest, stored: memoryview) -> None:
         """``verify_writes``: ``request`` equals ``from_record`` of the record in ``stored``.

@@ -81,10 +81,12 @@ __all__ = ["ArrivalListener", "ReputMessageService"]
 
 log = logging.getLogger(__name__)
 
-ArrivalListener = Callable[[str, int, int, int, int, dict[str, str]], None]
+ArrivalListener = Callable[[str, int, int, int, int, str], None]
 """``(topic, queue_id, max_offset, tags_code, store_timestamp, properties)``, called on
 the loop after records were dispatched: once per queue and tagsCode of a chunk, for
-the newest such record; ``max_offset`` is its queue offset + 1."""
+the newest such record; ``max_offset`` is its queue offset + 1. ``properties`` is the
+stored properties string: a listener that needs the map parses it
+(``string_to_properties``); none of ours does, so no dispatch builds it."""
 
 _SAFETY_WAKE_S: Final = 1.0
 _FILE_RETRIES: Final = 3  # 3 creations 1 s apart, then puts are refused meanwhile
@@ -495,7 +497,7 @@ class ReputMessageService(Service):
                 request.consume_queue_offset + 1,
                 request.tags_code,
                 request.store_timestamp,
-                request.parsed_properties(),
+                request.properties_raw,
             )
 
     def _after_stop(self, stop: ScanStop, base: int, size: int, view: memoryview) -> str:

@@ -12,6 +12,7 @@ import pytest
 from aiorocketmq.common.clock import ManualClock
 from aiorocketmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC
 from aiorocketmq.common.message_codec import decode_record
+from aiorocketmq.common.properties import string_to_properties
 from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.store.config import BrokerRole
 from aiorocketmq.store.dispatch_builder import DispatchRequestBuilder
@@ -31,7 +32,7 @@ from tests.unit.store.store_support import (
     store_config,
 )
 
-Arrival = tuple[str, int, int, int, int, dict[str, str]]
+Arrival = tuple[str, int, int, int, int, str]
 
 
 @pytest.fixture(autouse=True, params=IMPLEMENTATIONS)
@@ -56,10 +57,11 @@ async def test_listeners_hear_every_record_with_its_tags_code(tmp_path: Path) ->
         await dispatched(store)
     finally:
         await store.shutdown()
-    assert heard[0] == (TOPIC, 2, 1, tags_code("TagA"), plain.store_timestamp, {"TAGS": "TagA"})
+    assert heard[0] == (TOPIC, 2, 1, tags_code("TagA"), plain.store_timestamp, "TAGS\x01TagA")
     topic, queue_id, max_offset, code, _ts, props = heard[1]
     assert (topic, queue_id, max_offset) == (RMQ_SYS_SCHEDULE_TOPIC, 0, 1)
-    assert code == delayed.store_timestamp + 1000 and props["REAL_TOPIC"] == TOPIC
+    assert code == delayed.store_timestamp + 1000
+    assert string_to_properties(props)["REAL_TOPIC"] == TOPIC
     assert store.stats.dispatched_messages == 2
 
 
@@ -237,7 +239,9 @@ async def test_a_single_put_is_dispatched_from_its_own_fields(
         result = await put_ok(store, inner(b"a", queue_id=1, **props))
         await dispatched(store)
         assert scanned == []  # nothing was read back
-        assert heard == [(TOPIC, 1, 2, tags_code("TagA"), result.store_timestamp, props)]
+        *arrival, stored = heard[0]
+        assert len(heard) == 1 and string_to_properties(stored) == props
+        assert arrival == [TOPIC, 1, 2, tags_code("TagA"), result.store_timestamp]
         assert units_of(store, TOPIC, 1)[1] == (
             result.physical_offset,
             result.wrote_bytes,
