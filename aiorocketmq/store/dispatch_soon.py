@@ -111,10 +111,12 @@ class DispatchSoon:
             batch = True  # the scan takes them, in CommitLog order
         else:
             for topic, queue_id, sys_flag, prepared, properties, appended in puts:
+                # Positional, in the fields' order; tagsCode, keys and uniq key come
+                # from the properties in ``dispatch_put``.
                 request = DispatchRequest(
                     topic, queue_id, appended.physical_offset, appended.wrote_bytes, 0,
-                    appended.store_timestamp, appended.queue_offset, sys_flag=sys_flag,
-                    prepared_transaction_offset=prepared,
+                    appended.store_timestamp, appended.queue_offset, None, None, sys_flag,
+                    prepared,
                 )  # fmt: skip
                 self._dispatch_put(request, properties)
         if batch:
