@@ -97,19 +97,23 @@ class RemotingClient:
             RemotingSendRequestError: the connection closed before the reply.
             RemotingTooMuchRequestError: the in-flight bound stayed full for ``timeout_ms``.
         """
-        deadline = time.monotonic() + timeout_ms / 1000
+        timeout_s = timeout_ms / 1000
         slots = self._async_slots
+        waited_from = None  # the clock is read only when something was awaited first
         if not slots.take_now():
-            await slots.take(timeout_ms / 1000, address)
+            waited_from = time.monotonic()
+            await slots.take(timeout_s, address)
         try:
             conn = self._connections.get(address)
             if conn is None or conn.is_closed:
+                waited_from = time.monotonic() if waited_from is None else waited_from
                 conn = await self.connection(address)
             request.serialize_type = self._request_type(conn)
             if self._credentials is not None:
                 sign_request(request, self._credentials)
-            remaining_s = max(0.001, deadline - time.monotonic())
-            return await conn.invoke(request, remaining_s)
+            if waited_from is not None:
+                timeout_s = max(0.001, timeout_s - (time.monotonic() - waited_from))
+            return await conn.invoke(request, timeout_s)
         finally:
             slots.give()
 
