@@ -264,7 +264,7 @@ class CommitLog:
         topic_raw: bytes, props_raw: bytes, queue_id: int, flag: int, sys_flag: int,
         born_timestamp: int, born: tuple[bytes, int], store: tuple[bytes, int],
         reconsume_times: int,
-    ) -> AppendResult | None:  # fmt: skip
+    ) -> tuple[int, int, int, int] | None:  # fmt: skip
         """``append`` of one plain record given by its fields: a single put's way.
 
         The C kernel encodes it with its final QUEUEOFFSET, PHYSICALOFFSET and
@@ -273,11 +273,13 @@ class CommitLog:
         (4-byte ``born`` and ``store`` addresses with their ports).
 
         Returns:
-            PUT_OK, as ``append`` of the same record would; None when the kernel is not
-            built or declines (a field it cannot encode), the record would pass
-            ``max_size`` or what a file takes, a write fails, or the file it needs is
-            not ready. Then nothing is written or counted (a BLANK may have closed the
-            current file, as ``append`` would have) and ``append`` decides.
+            ``(physical_offset, wrote_bytes, queue_offset, store_timestamp)``, as
+            ``append``'s PUT_OK of the same record (a tuple: no result object on the
+            single put's way); None when the kernel is not built or declines (a
+            field it cannot encode), the record would pass ``max_size`` or what a file
+            takes, a write fails, or the file it needs is not ready. Then nothing is
+            written or counted (a BLANK may have closed the current file, as
+            ``append`` would have) and ``append`` decides.
         """
         if _KERNEL is None or sys_flag & (_TRAN_MASK | HOST_V6_BITS):
             return None
@@ -313,7 +315,7 @@ class CommitLog:
             mapped.append(aside)
         mapped.store_timestamp = store_timestamp
         table[queue_key] = queue_offset + 1
-        return AppendResult(_PUT_OK, physical_offset, size, queue_offset, store_timestamp, 1)
+        return physical_offset, size, queue_offset, store_timestamp
 
     def append_batch(
         self, records: bytearray, queue_key: str, store_timestamp: int

@@ -29,9 +29,10 @@ from aiorocketmq.store.inner_message import MessageExtBrokerInner
 
 __all__ = ["SCAN_FROM_PUTS", "DispatchSoon"]
 
-_Noted = tuple[str, int, int, int, str, AppendResult]
+_Noted = tuple[str, int, int, int, str, int, int, int, int]
 """A noted single put: topic, queue id, sysFlag, prepared-transaction offset, stored
-properties, and its append (the request is built only if it goes on its own)."""
+properties, physical offset, size, queue offset and store time (the request is built
+only if it goes on its own)."""
 
 SCAN_FROM_PUTS: Final = 8
 """From this many single puts in one iteration (pipelined sends: many requests per
@@ -72,15 +73,20 @@ class DispatchSoon:
         """
         self._puts.append(
             (msg.topic, msg.queue_id, msg.sys_flag, msg.prepared_transaction_offset,
-             msg.stored_properties(), appended)
+             msg.stored_properties(), appended.physical_offset, appended.wrote_bytes,
+             appended.queue_offset, appended.store_timestamp)
         )  # fmt: skip
         self._schedule()
 
-    def note_fields(
-        self, topic: str, queue_id: int, sys_flag: int, properties: str, appended: AppendResult
-    ) -> None:
+    def note_fields(  # noqa: PLR0917 - a plain put's fields, positional on the hot path
+        self, topic: str, queue_id: int, sys_flag: int, properties: str, physical_offset: int,
+        wrote_bytes: int, queue_offset: int, store_timestamp: int,
+    ) -> None:  # fmt: skip
         """``note_put`` of a plain put given by its fields (no transaction offset)."""
-        self._puts.append((topic, queue_id, sys_flag, 0, properties, appended))
+        self._puts.append(
+            (topic, queue_id, sys_flag, 0, properties, physical_offset, wrote_bytes,
+             queue_offset, store_timestamp)
+        )  # fmt: skip
         self._schedule()
 
     def note_batch(self) -> None:
@@ -110,14 +116,12 @@ class DispatchSoon:
         if len(puts) >= SCAN_FROM_PUTS:
             batch = True  # the scan takes them, in CommitLog order
         else:
-            for topic, queue_id, sys_flag, prepared, properties, appended in puts:
+            for topic, queue_id, sys_flag, prepared, props, at, size, q_offset, stamp in puts:
                 # Positional, in the fields' order; tagsCode, keys and uniq key come
                 # from the properties in ``dispatch_put``.
                 request = DispatchRequest(
-                    topic, queue_id, appended.physical_offset, appended.wrote_bytes, 0,
-                    appended.store_timestamp, appended.queue_offset, None, None, sys_flag,
-                    prepared,
-                )  # fmt: skip
-                self._dispatch_put(request, properties)
+                    topic, queue_id, at, size, 0, stamp, q_offset, None, None, sys_flag, prepared
+                )
+                self._dispatch_put(request, props)
         if batch:
             self._dispatch_now()

@@ -27,7 +27,7 @@ from aiorocketmq.common.errors import LocalProtocolError
 from aiorocketmq.common.message import BytesLike
 from aiorocketmq.common.msg_id import pack_ip
 from aiorocketmq.common.record_encoder import HOST_V6_BITS
-from aiorocketmq.store.commit_log import AppendResult, CommitLog, queue_key
+from aiorocketmq.store.commit_log import CommitLog, queue_key
 from aiorocketmq.store.results import PutMessageStatus
 from aiorocketmq.store.store_stats import StoreStats
 
@@ -39,7 +39,7 @@ store timestamp."""
 
 _HOSTS_MAX: Final = 4096
 
-_NoteFields = Callable[[str, int, int, str, AppendResult], None]
+_NoteFields = Callable[[str, int, int, str, int, int, int, int], None]
 
 
 def packed_host(host: tuple[str, int]) -> tuple[bytes, int] | None:
@@ -147,10 +147,8 @@ class PlainPutter:
         )  # fmt: skip
         if appended is None:
             return None
-        self._note(topic, queue_id, sys_flag, properties, appended)
-        offset, size = appended.physical_offset, appended.wrote_bytes
+        offset, size, queue_offset, stored_at = appended
+        self._note(topic, queue_id, sys_flag, properties, offset, size, queue_offset, stored_at)
         self._stats.count_put(topic, 1, size)
-        return (
-            f"{self._msg_id_prefix(store_host)}{offset:016X}", appended.queue_offset, offset,
-            size, appended.store_timestamp,
-        )  # fmt: skip
+        msg_id = f"{self._msg_id_prefix(store_host)}{offset:016X}"
+        return msg_id, queue_offset, offset, size, stored_at

@@ -126,7 +126,7 @@ class MessagePutter:
         stats: StoreStats,
         wakeup: Callable[[], None],
         dispatch_put: Callable[[MessageExtBrokerInner, AppendResult], None] | None = None,
-        note_fields: Callable[[str, int, int, str, AppendResult], None] | None = None,
+        note_fields: Callable[[str, int, int, str, int, int, int, int], None] | None = None,
     ) -> None:
         self._commit_log = commit_log
         self._clock = clock
