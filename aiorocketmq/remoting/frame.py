@@ -457,6 +457,17 @@ class FrameDecoder:
         if self._error is not None:
             raise self._error
         try:
+            if _KERNEL is not None and not self._buf and self._large is None:
+                # The usual read: whole MSGPACK frames, nothing held from the last one.
+                run: list[RemotingCommand]
+                run, pos = _KERNEL.split_msgpack(
+                    data, 0, self._max, RemotingCommand, LANGUAGE_BY_VALUE,
+                    LanguageCode.OTHER, SerializeType.MSGPACK,
+                )  # fmt: skip
+                if pos == len(data):
+                    return run
+                if pos:
+                    return run + self._feed(memoryview(data)[pos:])
             return self._feed(data)
         except RemoteProtocolError as exc:
             self._error = exc
