@@ -383,8 +383,8 @@ class Producer(InstanceMember):
         info = self._publish.get(out.topic)
         if info is None or not info.ok():  # the route is not known yet (no await otherwise)
             info = await self._find_publish_info(out.topic)
-        if not info.ok():
-            raise NoRouteError(out.topic)
+            if not info.ok():
+                raise NoRouteError(out.topic)
         brokers_sent: list[str] = []
         last: MQClientError | None = None
         result: SendResult | None = None
