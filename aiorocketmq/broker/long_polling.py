@@ -166,6 +166,8 @@ class PullRequestHoldService(Service):
         properties: str,
     ) -> None:
         """The store's arrival listener (``NotifyMessageArrivingListener``); never raises."""
+        if not self._table:
+            return  # no pull held anywhere: every put's dispatch asks
         try:
             self.notify_message_arriving(topic, queue_id, max_offset, tags_code)
         except Exception:
