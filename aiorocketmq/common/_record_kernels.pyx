@@ -505,24 +505,11 @@ def encode_one_record(
     negative field, a port past 65535, a record past 2**31 - 1 bytes, hosts that do not
     match the flag's widths): the caller then runs the reference, which says why.
     """
-    cdef _Layout l = _layout(sys_flag)
-    cdef Py_buffer buf
-    cdef _One f
-    cdef Py_ssize_t total
-    PyObject_GetBuffer(body, &buf, PyBUF_SIMPLE)
-    try:
-        _fill_one(&f, &buf, topic_raw, props_raw, queue_id, flag, queue_offset,
-                  physical_offset, sys_flag, born_timestamp, born_raw, born_port,
-                  store_timestamp, store_raw, store_port, reconsume_times,
-                  prepared_transaction_offset, body_crc)
-        total = _one_size(&f, &l, len(born_raw), len(store_raw))
-        if total < 0:
-            return None
-        out = bytearray(total)
-        _write_one(out, &f, &l, total)
-        return out
-    finally:
-        PyBuffer_Release(&buf)
+    return _encode_one(
+        None, 0, body, topic_raw, props_raw, queue_id, flag, queue_offset, physical_offset,
+        sys_flag, born_timestamp, born_raw, born_port, store_timestamp, store_raw,
+        store_port, reconsume_times, prepared_transaction_offset, body_crc,
+    )
 
 
 def encode_one_record_into(
@@ -538,16 +525,40 @@ def encode_one_record_into(
         The bytes written; -1 and nothing written where ``encode_one_record`` gives
         None, or where the record does not fit in ``target`` from ``pos``.
     """
+    if target is None:
+        return -1
+    return _encode_one(
+        target, pos, body, topic_raw, props_raw, queue_id, flag, queue_offset,
+        physical_offset, sys_flag, born_timestamp, born_raw, born_port, store_timestamp,
+        store_raw, store_port, reconsume_times, 0, -1,
+    )
+
+
+cdef object _encode_one(
+    target, Py_ssize_t pos, body, bytes topic_raw, bytes props_raw, int32_t queue_id,
+    int32_t flag, int64_t queue_offset, int64_t physical_offset, int32_t sys_flag,
+    int64_t born_timestamp, bytes born_raw, int32_t born_port, int64_t store_timestamp,
+    bytes store_raw, int32_t store_port, int32_t reconsume_times,
+    int64_t prepared_transaction_offset, int64_t body_crc,
+):
+    """Both kernels: into ``target`` at ``pos`` (the size, or -1), or with ``target``
+    None into a new bytearray (or None)."""
     cdef _Layout l = _layout(sys_flag)
     cdef Py_buffer buf, out
     cdef _One f
     cdef Py_ssize_t total
     PyObject_GetBuffer(body, &buf, PyBUF_SIMPLE)
     try:
-        _fill_one(&f, &buf, topic_raw, props_raw, queue_id, flag, queue_offset,
-                  physical_offset, sys_flag, born_timestamp, born_raw, born_port,
-                  store_timestamp, store_raw, store_port, reconsume_times, 0, -1)
-        total = _one_size(&f, &l, len(born_raw), len(store_raw))
+        total = _fill_one(&f, &l, &buf, topic_raw, props_raw, queue_id, flag, queue_offset,
+                          physical_offset, sys_flag, born_timestamp, born_raw, born_port,
+                          store_timestamp, store_raw, store_port, reconsume_times,
+                          prepared_transaction_offset, body_crc)
+        if target is None:
+            if total < 0:
+                return None
+            record = bytearray(total)
+            _write_one(record, &f, &l, total)
+            return record
         if total < 0 or pos < 0:
             return -1
         PyObject_GetBuffer(target, &out, PyBUF_WRITABLE)
@@ -562,13 +573,14 @@ def encode_one_record_into(
         PyBuffer_Release(&buf)
 
 
-cdef inline void _fill_one(
-    _One* f, Py_buffer* body, bytes topic_raw, bytes props_raw, int32_t queue_id,
+cdef inline Py_ssize_t _fill_one(
+    _One* f, _Layout* l, Py_buffer* body, bytes topic_raw, bytes props_raw, int32_t queue_id,
     int32_t flag, int64_t queue_offset, int64_t physical_offset, int32_t sys_flag,
     int64_t born_timestamp, bytes born_raw, int32_t born_port, int64_t store_timestamp,
     bytes store_raw, int32_t store_port, int32_t reconsume_times,
     int64_t prepared_transaction_offset, int64_t body_crc,
 ):
+    """Fill ``f`` from the kernels' arguments; the record's size, or -1 (``_one_size``)."""
     f.body = <const uint8_t*>body.buf
     f.body_len = body.len
     f.topic = <const char*>topic_raw
@@ -589,6 +601,7 @@ cdef inline void _fill_one(
     f.reconsume_times = reconsume_times
     f.prepared_transaction_offset = prepared_transaction_offset
     f.body_crc = body_crc
+    return _one_size(f, l, len(born_raw), len(store_raw))
 
 
 cdef inline Py_ssize_t _separator(
