@@ -1,11 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""C kernel of ``common.properties``: a properties string -> its map.
+"""C kernel of ``common.properties``: a properties string -> its map, and back.
 
 Owns: ``string_to_properties``, the compiled twin of ``py_string_to_properties``
 (RocketMQ 4.9.8's ``string2messageProperties``), and ``peek_property``, the twin of
 ``py_peek_property`` (one name's value by the same rules, without the map), and
 ``select_properties``, the twin of ``py_select_properties`` (a few names' values in
-one pass, without the map);
+one pass, without the map); and ``properties_to_string``, the twin of
+``py_properties_to_string`` for the usual map (the reference takes the rest);
 ``properties`` binds them when built (``common.kernels``) and the same tests run
 against both.
 
@@ -129,3 +130,36 @@ def select_properties(str text, tuple names):
         PyUnicode_Substring(text, value_start[k], value_end[k]) if value_start[k] >= 0 else None
         for k in range(count)
     )
+
+
+cdef extern from "Python.h":
+    Py_ssize_t PyUnicode_FindChar(object text, Py_UCS4 ch, Py_ssize_t start, Py_ssize_t end,
+                                  int direction) except -2
+
+
+cdef inline bint _clean(object text):
+    """A non-empty str with neither separator in it."""
+    cdef Py_ssize_t n
+    if type(text) is not str:
+        return False
+    n = PyUnicode_GET_LENGTH(text)
+    return (n > 0 and PyUnicode_FindChar(text, 1, 0, n, 1) == -1
+            and PyUnicode_FindChar(text, 2, 0, n, 1) == -1)
+
+
+def properties_to_string(properties):
+    """``py_properties_to_string`` of a dict of clean strs, or None: for anything else
+    (an empty or separator-bearing name or value, a value that is not a str, a mapping
+    that is not a dict) the reference answers, or raises with its words."""
+    if type(properties) is not dict:
+        return None
+    cdef list pieces = []
+    for name, value in (<dict>properties).items():
+        if not _clean(name) or not _clean(value):
+            return None
+        if pieces:
+            pieces.append("\x02")
+        pieces.append(name)
+        pieces.append("\x01")
+        pieces.append(value)
+    return "".join(pieces)

@@ -113,7 +113,7 @@ SYSTEM_PROPERTY_NAMES: Final = frozenset(
 """Names a user may not set with ``put_user_property`` (Java ``STRING_HASH_SET``)."""
 
 
-def properties_to_string(properties: Mapping[str, str]) -> str:
+def py_properties_to_string(properties: Mapping[str, str]) -> str:
     """Serialise properties in the RocketMQ 4.9.1+ form (no trailing separator).
 
     Args:
@@ -222,6 +222,23 @@ string_to_properties: Callable[[str], dict[str, str]] = (
 select_properties: Callable[[str, tuple[str, ...]], tuple[str | None, ...]] = (
     _KERNEL.select_properties if _KERNEL is not None else py_select_properties
 )
+
+
+def properties_to_string(properties: Mapping[str, str]) -> str:
+    """``py_properties_to_string``: in C for a dict of usual strings when built (every
+    send serialises its message's properties); the reference otherwise, which also
+    words every refusal.
+
+    Raises:
+        LocalProtocolError: as ``py_properties_to_string``.
+    """
+    if _KERNEL is not None:
+        text: str | None = _KERNEL.properties_to_string(properties)
+        if text is not None:
+            return text
+    return py_properties_to_string(properties)
+
+
 #: ``py_peek_property``, in C when built.
 peek_property: Callable[[str, str], str | None] = (
     _KERNEL.peek_property if _KERNEL is not None else py_peek_property

@@ -7,6 +7,7 @@ The parsing tests run on both the pure-Python reference and the C kernel
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -259,3 +260,28 @@ def test_select_gives_the_parsed_values(select: Select, text: str, names: tuple[
 def test_select_takes_at_most_eight_names(select: Select) -> None:
     with pytest.raises(ValueError, match="at most 8"):
         select("a\x01b", tuple("abcdefghi"))
+
+
+_ANY_TEXT = st.text(alphabet=st.sampled_from("ab\x01\x02\u00e9\U0001f600 "), max_size=6)
+
+
+@given(st.dictionaries(_ANY_TEXT, _ANY_TEXT, max_size=6))
+def test_the_serialiser_twin_gives_the_reference_string_or_defers(props: dict[str, str]) -> None:
+    """The C twin answers the reference's string, or None where the reference decides
+    (a refusal, with its words); it never declines a map the reference serialises."""
+    kernel = kernel_or_skip("aiorocketmq.common._props_kernels")
+    got = kernel.properties_to_string(props)
+    try:
+        want: str | None = properties.py_properties_to_string(props)
+    except LocalProtocolError:
+        want = None
+    assert got == want
+    if want is not None:
+        assert properties_to_string(props) == want
+
+
+def test_the_serialiser_twin_leaves_odd_inputs_to_the_reference() -> None:
+    kernel = kernel_or_skip("aiorocketmq.common._props_kernels")
+    assert kernel.properties_to_string(MappingProxyType({"a": "b"})) is None
+    assert kernel.properties_to_string({"a": 1}) is None
+    assert properties_to_string(MappingProxyType({"a": "b"})) == "a\x01b"
