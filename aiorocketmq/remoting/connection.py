@@ -48,6 +48,8 @@ the transport, read from their sources (CPython 3.11 asyncio, uvloop 0.2x):
   iteration. Only then can a store file's mapping really close: an mmap with a
   buffer exported refuses ``close()`` (memory stays safe, the unmap just waits for
   the garbage collector), which the zero-copy tests check.
+
+``held_bodies.py`` keeps the byte counts, the drain poll and the releases.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from time import perf_counter
 from typing import Any
 
@@ -69,6 +71,7 @@ from aiorocketmq.remoting.errors import (
     RemotingTimeoutError,
 )
 from aiorocketmq.remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder, encode_frame_buffers
+from aiorocketmq.remoting.held_bodies import HeldBodies, release_all
 from aiorocketmq.remoting.processor_table import (
     Handler,
     HandlerResult,
@@ -90,12 +93,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _MAX_OPAQUE = 2**31 - 1
-
-#: First and largest interval of the poll that waits for a non-empty transport
-#: buffer to drain before zero-copy bodies written into it are released. Backing
-#: off keeps a peer that stopped reading from costing more than ~20 wake-ups/s.
-_DRAIN_POLL_MIN_S = 0.001
-_DRAIN_POLL_MAX_S = 0.05
 
 #: Time for the requests of one read (or of one backlog run) answered inline; the
 #: rest wait in the backlog for the next loop iteration, reading paused meanwhile.
@@ -156,15 +153,8 @@ class RemotingConnection(asyncio.Protocol):
         self._out_bytes = 0  # what ``_out`` holds, counted as frames are queued
         #: Zero-copy bodies among ``_out``, released once the transport lets go.
         self._out_parts: list[BodyParts] = []
-        #: Bodies handed to a transport that keeps references, with the stream byte
-        #: count their frame ends at; released in order once it wrote past them.
-        self._unreleased: deque[tuple[int, BodyParts]] = deque()
-        #: Bytes handed to the transport (when it keeps them), and that count as
-        #: seen at drain-poll ticks, oldest first.
-        self._submitted = 0
-        self._marks: deque[int] = deque()
-        self._release_handle: asyncio.Handle | None = None
-        self._drain_poll_s = _DRAIN_POLL_MIN_S
+        #: Bodies handed to a transport that keeps references, until it lets go.
+        self._held = HeldBodies(self._loop)
         self._writes_copy = False
         self._flush_scheduled = False
         self._in_read = False
@@ -189,7 +179,7 @@ class RemotingConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio.Transport; they implement it.
         assert hasattr(transport, "write")
-        self._transport = transport  # type: ignore[assignment]
+        self._transport = self._held.transport = transport  # type: ignore[assignment]
         transport.set_write_buffer_limits(high=self._high_water)  # type: ignore[attr-defined]
         # The stock writelines joins its items: nothing we pass is kept (module docstring).
         writelines = getattr(type(transport), "writelines", None)
@@ -235,7 +225,10 @@ class RemotingConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._backlog.clear()
         self._deadlines.close()
-        self._release_on_close()
+        release_all(self._out_parts)  # unsent; the handed-over ones next iteration
+        self._out_parts, self._out, self._out_bytes = [], [], 0
+        self._held.close()
+        self._transport = None
         pending, self._pending = self._pending, {}
         for future in pending.values():
             if not future.done():
@@ -285,7 +278,7 @@ class RemotingConnection(asyncio.Protocol):
     @property
     def held_body_count(self) -> int:
         """Zero-copy bodies written or queued but not yet released."""
-        return len(self._out_parts) + len(self._unreleased)
+        return len(self._out_parts) + len(self._held)
 
     @property
     def transport_copies_writes(self) -> bool:
@@ -349,6 +342,15 @@ class RemotingConnection(asyncio.Protocol):
             LocalProtocolError: ``cmd`` cannot be encoded.
         """
         parts = cmd.body_parts
+        if now and parts is None and not self._out and not self._in_read:
+            # Alone in flight, nothing queued or scheduled: straight to the transport.
+            transport = self._transport
+            if transport is not None and not transport.is_closing():
+                buffers = encode_frame_buffers(cmd, self._max_frame)
+                transport.writelines(buffers)
+                if not self._writes_copy:
+                    self._held.wrote(len(buffers[0]) + cmd.body_length)
+                return
         try:
             transport = self._transport
             if transport is None or transport.is_closing():
@@ -376,80 +378,17 @@ class RemotingConnection(asyncio.Protocol):
         wrote, self._out_bytes = self._out_bytes, 0
         transport = self._transport
         if not out or transport is None or transport.is_closing():
-            _release_all(parts)  # not handed to any transport
+            release_all(parts)  # not handed to any transport
             return
         try:
             transport.writelines(out)
         except BaseException:
-            _release_all(parts)
+            release_all(parts)
             raise
         if self._writes_copy:
-            _release_all(parts)
+            release_all(parts)
             return
-        self._submitted += wrote
-        if not parts:
-            return
-        self._unreleased.extend((self._submitted, p) for p in parts)
-        if not transport.get_write_buffer_size():
-            # All sent: release from the next iteration's idle phase (module docstring).
-            self._loop.call_soon(self._release_written, self._submitted)
-        self._arm_release()
-
-    # ------------------------------------------------- releasing zero-copy bodies
-
-    def _arm_release(self) -> None:
-        """Start the drain poll unless it runs or nothing waits (module docstring)."""
-        if self._release_handle is None and self._unreleased and self._transport is not None:
-            self._release_handle = self._loop.call_later(self._drain_poll_s, self._poll_drained)
-
-    def _poll_drained(self) -> None:
-        """Timers phase: what the transport wrote decides which bodies it let go of.
-
-        ``_marks`` are byte counts handed to the transport as seen at earlier ticks,
-        each at the start of a loop iteration, which is where uvloop's write
-        requests end (it queues a loop iteration's writes into one ``uv_write``).
-        Once the transport wrote past a mark, every request holding bytes before it
-        completed, so bodies ending before it are free, after this iteration's
-        pending phase runs deferred completions: hence the ``call_soon``.
-        """
-        self._release_handle = None
-        transport = self._transport
-        if transport is None or not self._unreleased:
-            return
-        marks = self._marks
-        if not marks or marks[-1] != self._submitted:
-            marks.append(self._submitted)
-        written = self._submitted - transport.get_write_buffer_size()
-        limit = -1
-        while marks and marks[0] <= written:
-            limit = marks.popleft()
-        if limit >= self._unreleased[0][0]:
-            self._drain_poll_s = _DRAIN_POLL_MIN_S
-            self._loop.call_soon(self._release_written, limit)
-        else:
-            self._drain_poll_s = min(self._drain_poll_s * 2, _DRAIN_POLL_MAX_S)
-        self._arm_release()
-
-    def _release_written(self, limit: int) -> None:
-        """Release bodies that end at or before byte ``limit`` of the stream."""
-        unreleased = self._unreleased
-        while unreleased and unreleased[0][0] <= limit:
-            unreleased.popleft()[1].release()
-
-    def _release_on_close(self) -> None:
-        """Unsent bodies now; written ones one iteration later (module docstring)."""
-        _release_all(self._out_parts)
-        self._out_parts = []
-        self._out = []
-        self._out_bytes = 0
-        if self._release_handle is not None:
-            self._release_handle.cancel()
-            self._release_handle = None
-        if self._unreleased:
-            written = [p for _, p in self._unreleased]
-            self._unreleased.clear()
-            self._loop.call_soon(_release_all, written)
-        self._transport = None
+        self._held.wrote(wrote, parts)
 
     # --------------------------------------------------------------------- internals
 
@@ -593,8 +532,3 @@ class RemotingConnection(asyncio.Protocol):
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
-
-
-def _release_all(parts: Iterable[BodyParts]) -> None:
-    for body in parts:
-        body.release()

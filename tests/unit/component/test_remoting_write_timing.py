@@ -107,7 +107,7 @@ async def test_the_stream_count_is_what_the_transport_was_given() -> None:
     for reply in replies:
         conn.write_command(reply)
     await wait_until(lambda: len(transport.writes) == 1, timeout=5, what="the gather write")
-    assert conn._submitted == len(transport.writes[0])  # the count under test
+    assert conn._held.submitted == len(transport.writes[0])  # the count under test
     assert [c.remark for c in FrameDecoder().feed(transport.writes[0])] == [
         "plain",
         "empty",
