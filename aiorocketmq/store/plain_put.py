@@ -31,7 +31,7 @@ from aiorocketmq.store.commit_log import CommitLog, queue_key
 from aiorocketmq.store.results import PutMessageStatus
 from aiorocketmq.store.store_stats import StoreStats
 
-__all__ = ["PlainPut", "PlainPutter", "packed_host"]
+__all__ = ["PlainPut", "PlainPutter"]
 
 PlainPut = tuple[str, int, int, int, int]
 """A plain put's outcome: offset msgId, queue offset, physical offset, record size and
@@ -42,7 +42,7 @@ _HOSTS_MAX: Final = 4096
 _NoteFields = Callable[[str, int, int, str, int, int, int, int], None]
 
 
-def packed_host(host: tuple[str, int]) -> tuple[bytes, int] | None:
+def _packed_host(host: tuple[str, int]) -> tuple[bytes, int] | None:
     """An IPv4 ``(ip, port)`` as a record stores it (``pack_ip`` is memoised); None
     for anything else."""
     try:
@@ -123,7 +123,7 @@ class PlainPutter:
         hosts = self._hosts
         born, store = hosts.get(born_host), hosts.get(store_host)
         if born is None or store is None:
-            born, store = packed_host(born_host), packed_host(store_host)
+            born, store = _packed_host(born_host), _packed_host(store_host)
             if born is None or store is None:
                 return None
             if len(hosts) >= _HOSTS_MAX:  # a sender's (ip, port) each: bounded

@@ -499,7 +499,11 @@ async def test_an_older_measurement_never_overrides_a_newer_one(
     await wait_until(entered.is_set, what="the first check inside its measurement")
     rig.usage["commitlog"] = 0.5
     fresh = asyncio.create_task(rig.service.check_disk())  # measures 0.5
-    await asyncio.sleep(0.02)  # let the fresh check reach its measurement if it may
+    # Unordered checks let the fresh one finish now; ordered ones queue it on the lock.
+    await wait_until(
+        lambda: fresh.done() or bool(rig.service._disk_lock._waiters),  # type: ignore[attr-defined]
+        what="the second check finished, or waiting behind the first",
+    )
     release.set()
     await asyncio.gather(slow, fresh)
     assert rig.service.writable and rig.events == [False, True]
