@@ -3,6 +3,7 @@ in-process name server and broker doubles serving on 127.0.0.1."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -161,10 +162,10 @@ async def test_route_update_feeds_producers_and_consumers(cluster: Cluster) -> N
     slave = await cluster.broker("broker-a", 1)
     instance = _instance(cluster.namesrv.address, poll_name_server_interval=3_600_000)
     producer, consumer = FakeProducer({"T"}), FakeConsumer("G", {"T"})
-    assert instance.register_producer("P", producer)
-    assert not instance.register_producer("P", producer)
-    assert instance.register_consumer("G", consumer)
-    async with _started(instance):
+    async with _started(instance, quiet=True):
+        assert instance.register_producer("P", producer)
+        assert not instance.register_producer("P", producer)
+        assert instance.register_consumer("G", consumer)
         assert await instance.update_topic_route("T")
         assert not await instance.update_topic_route("T")  # unchanged
         assert instance.broker_addr_table == {
@@ -210,14 +211,12 @@ async def test_a_broker_learned_from_a_route_is_greeted_at_once(cluster: Cluster
     master = await cluster.broker("broker-a")
     instance = _instance(cluster.namesrv.address, heartbeat_broker_interval=3_600_000,
                          poll_name_server_interval=3_600_000)  # fmt: skip
-    instance.register_producer("P", FakeProducer({"T"}))
 
     def beats(double: BrokerDouble) -> int:
         return sum(r.code == RequestCode.HEART_BEAT for r in double.received)
 
-    async with _started(instance):
-        assert instance.heartbeat_job is not None
-        instance.heartbeat_job.stop()  # its first tick (1 s) would beat broker-a again
+    async with _started(instance, quiet=True):
+        instance.register_producer("P", FakeProducer({"T"}))
         assert await instance.update_topic_route("T")
         await wait_until(lambda: beats(master) == 1, timeout=5, what="broker-a greeted")
         other = await cluster.broker("broker-b")
@@ -301,11 +300,25 @@ async def test_client_manager_shares_by_namesrv_set_and_client_id() -> None:
 
 
 class _started:
-    def __init__(self, instance: ClientInstance) -> None:
+    """Run an instance; ``quiet`` stops its route and heartbeat jobs first.
+
+    A quiet instance's tables change only through the test's own calls: else the
+    route job's first tick (10 ms after start, later on a loaded machine) could
+    apply a route between a test's registration and its ``update_topic_route``.
+    """
+
+    def __init__(self, instance: ClientInstance, *, quiet: bool = False) -> None:
         self.instance = instance
+        self.quiet = quiet
 
     async def __aenter__(self) -> ClientInstance:
         await self.instance.start()
+        if self.quiet:
+            jobs = [self.instance.route_job, self.instance.heartbeat_job]
+            for job in jobs:
+                assert job is not None and job.task is not None
+                job.stop()
+            await asyncio.wait_for(asyncio.gather(*(j.task for j in jobs if j and j.task)), 5)
         return self.instance
 
     async def __aexit__(self, *_exc: object) -> None:
