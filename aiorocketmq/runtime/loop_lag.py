@@ -51,6 +51,7 @@ class LoopLagProbe:
         self.total_ms = 0.0
         self.max_ms = 0.0
         self._handle: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._last = 0.0
 
     @property
@@ -62,7 +63,9 @@ class LoopLagProbe:
         """Arm the timer on the running loop (idempotent)."""
         if self._handle is None:
             self._last = perf_counter()
-            self._handle = asyncio.get_running_loop().call_later(self._interval, self._run)
+            # Kept: CPython 3.11's get_running_loop is a getpid() syscall per call.
+            self._loop = asyncio.get_running_loop()
+            self._handle = self._loop.call_later(self._interval, self._run)
 
     def stop(self) -> None:
         """Disarm the timer (idempotent); the counts stay."""
@@ -77,7 +80,8 @@ class LoopLagProbe:
         self.total_ms += lag_ms
         self.max_ms = max(self.max_ms, lag_ms)
         self._last = now
-        self._handle = asyncio.get_running_loop().call_later(self._interval, self._run)
+        assert self._loop is not None  # armed by start()
+        self._handle = self._loop.call_later(self._interval, self._run)
 
 
 def percentile_from_buckets(bounds: tuple[float, ...], counts: list[int], p: float) -> float:

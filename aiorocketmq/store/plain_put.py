@@ -109,17 +109,6 @@ class PlainPutter:
         refused (the general way asks again and words it)."""
         if self._refused() is not None:
             return None
-        return self.put_checked(
-            topic, queue_id, body, properties, flag, sys_flag, born_timestamp, born_host,
-            store_host, reconsume_times,
-        )  # fmt: skip
-
-    def put_checked(  # noqa: PLR0917 - as ``put``
-        self, topic: str, queue_id: int, body: BytesLike, properties: str, flag: int,
-        sys_flag: int, born_timestamp: int, born_host: tuple[str, int],
-        store_host: tuple[str, int], reconsume_times: int,
-    ) -> PlainPut | None:  # fmt: skip
-        """``put`` once the store's status has been asked."""
         hosts = self._hosts
         born, store = hosts.get(born_host), hosts.get(store_host)
         if born is None or store is None:

@@ -215,8 +215,8 @@ class MessagePutter:
         result, or None (nothing stored or counted: the general way decides).
 
         Plain here also means stored as sent: no ``DELAY``, no transaction offset, the
-        properties string given. The store's own status was asked before, once for
-        both ways.
+        properties string given. ``PlainPutter.put`` asks the store's status again
+        (this way asked it before): one call on a way the send lane rarely leaves to it.
         """
         plain = self.plain
         props = msg.properties_string
@@ -225,7 +225,7 @@ class MessagePutter:
             or msg.prepared_transaction_offset
         ):  # fmt: skip
             return None
-        put = plain.put_checked(
+        put = plain.put(
             msg.topic, msg.queue_id, msg.body, props, msg.flag, msg.sys_flag,
             msg.born_timestamp, msg.born_host, msg.store_host, msg.reconsume_times,
         )  # fmt: skip
