@@ -55,7 +55,7 @@ from aiorocketmq.common.constants import (
 from aiorocketmq.common.message import MessageExt
 from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.runtime import BlockingExecutor
-from aiorocketmq.runtime.lifecycle import Service
+from aiorocketmq.runtime.lifecycle import Periodic, Service
 from aiorocketmq.store.config import BrokerRole
 from aiorocketmq.store.consume_queue import ConsumeQueue
 from aiorocketmq.store.inner_message import MessageExtBrokerInner
@@ -166,6 +166,8 @@ class ScheduleMessageService(Service):
         levels: the delays in ms, level *L* at index *L-1*.
         offsets: the persisted table (``DelayOffsetTable``).
         delivering: the level timers run (a started master).
+        watcher: the job that wakes parked levels once they have units (a started
+            master).
         delivered: messages delivered since start.
         failed_passes: passes that raised.
         retried_puts: deliveries to be retried (put refused, store not serving).
@@ -208,6 +210,10 @@ class ScheduleMessageService(Service):
         # Offsets a master's catch-up raised; a level's timer holds its offset in a
         # local, so it picks these up at its next pass (never moving backwards).
         self._raised: dict[int, int] = {}
+        # Levels with nothing to deliver: level -> (its offset, the event its timer
+        # waits on). The watcher sets the event once the level has work.
+        self._parked: dict[int, tuple[int, asyncio.Event]] = {}
+        self.watcher: Periodic | None = None
 
     # -- offsets -------------------------------------------------------------------------
 
@@ -297,6 +303,8 @@ class ScheduleMessageService(Service):
             return
         for level in range(1, len(self.levels) + 1):
             self.spawn(self._level_loop(level), name=f"schedule-level-{level}")
+        self.watcher = self.periodic(self._while_ms / 1000, self._watch, name="schedule-watch")
+        self.spawn(self._unpark_at_stop(), name="schedule-unpark")
         self.periodic(
             self._persist_interval_ms / 1000,
             self.offsets.persist,
@@ -326,11 +334,58 @@ class ScheduleMessageService(Service):
             return False
         return True
 
+    def _caught_up(self, level: int, offset: int) -> bool:
+        """Nothing for ``level`` from ``offset`` on: no unit, no raised offset."""
+        if level in self._raised:
+            return False
+        queue = self._queue(level)
+        return queue is None or offset >= queue.max_offset
+
+    async def _park(self, level: int, offset: int) -> bool:
+        """Wait until ``level`` has a unit past ``offset`` or shutdown begins; True
+        when it did.
+
+        Java's timer looks every ``while_ms`` whether or not the level has anything;
+        eighteen idle levels were 180 loop wakeups a second, each a timeout and an
+        event wait. Parked, they cost one watcher pass per ``while_ms`` for all, and a
+        unit is still seen within ``while_ms`` of its dispatch, as before.
+        """
+        event = asyncio.Event()
+        self._parked[level] = (offset, event)
+        try:
+            if not self.stopping.is_set():
+                await event.wait()
+        finally:
+            del self._parked[level]
+        return self.stopping.is_set()
+
+    @property
+    def parked(self) -> dict[int, asyncio.Event]:
+        """The levels parked now, each with the event its timer waits on (a copy)."""
+        return {level: event for level, (_offset, event) in self._parked.items()}
+
+    def _watch(self) -> None:
+        """Wake every parked level that has work now."""
+        for level, (offset, event) in self._parked.items():
+            if not self._caught_up(level, offset):
+                event.set()
+
+    async def _unpark_at_stop(self) -> None:
+        """At shutdown, release the parked timers (not left to the grace period)."""
+        await self.stopping.wait()
+        for _offset, event in self._parked.values():
+            event.set()
+
     async def _level_loop(self, level: int) -> None:
-        """One level's timer (``DeliverDelayedMessageTimerTask`` rescheduling itself)."""
+        """One level's timer (``DeliverDelayedMessageTimerTask`` rescheduling itself);
+        parked while the level has nothing to deliver (``_park``)."""
         offset = self.offsets.offsets.get(level, 0)
         delay_ms = self._first_delay_ms
-        while not await self._stopped_within(delay_ms):
+        while not (
+            await self._park(level, offset)
+            if delay_ms == self._while_ms and self._caught_up(level, offset)
+            else await self._stopped_within(delay_ms)
+        ):
             offset = max(offset, self._raised.pop(level, offset))
             try:
                 offset, delay_ms = await self._deliver_due(level, offset)

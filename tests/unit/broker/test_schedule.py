@@ -14,6 +14,7 @@ from aiorocketmq.broker.processors.admin import AdminProcessor
 from aiorocketmq.broker.processors.send import SendProcessor
 from aiorocketmq.broker.processors.send_back import SendBackProcessor
 from aiorocketmq.broker.schedule import (
+    SHUTDOWN_GRACE_S,
     ScheduleMessageService,
     correct_deliver_timestamp,
     message_timeup,
@@ -153,6 +154,32 @@ async def test_levels_deliver_in_order_and_never_early(
             "scheduleMessageOffset_1": "2,2",
             "scheduleMessageOffset_2": "2,2",
         }
+
+
+async def test_idle_levels_park_and_a_later_message_is_still_delivered_on_time(
+    tmp_path: Path, executor: BlockingExecutor
+) -> None:
+    """Levels with nothing to deliver wait for the watcher instead of passing every
+    100 ms; a unit dispatched later wakes its level within a watch, and shutdown
+    releases parked levels at once (not after the grace period)."""
+    async with scheduled(tmp_path, executor, first_delay_ms=0) as (h, service):
+        await wait_until(lambda: set(service.parked) == {1, 2}, timeout=5, what="both parked")
+        events = service.parked
+        watcher = service.watcher
+        assert watcher is not None
+        runs = watcher.runs
+        await wait_until(lambda: watcher.runs >= runs + 3, timeout=5, what="3 watches")
+        assert service.parked == events  # the same waits: no level ran a pass meanwhile
+        stored = await _send(h, b"later", 1)
+        await wait_until(_count_is(h.ctx.store, TOPIC, 1), timeout=5, what="delivered")
+        [delivered] = _queue_messages(h.ctx.store, TOPIC)
+        gap_ms = delivered.store_timestamp - stored.store_timestamp
+        assert 1_000 <= gap_ms <= 1_500, gap_ms
+        await wait_until(lambda: set(service.parked) == {1, 2}, timeout=5, what="parked again")
+        started = time.monotonic()
+        await service.shutdown()
+        assert time.monotonic() - started < SHUTDOWN_GRACE_S / 2
+        assert service.encode() == '{"offsetTable":{1:1}}'
 
 
 async def test_offsets_persist_and_reload_across_a_restart(
