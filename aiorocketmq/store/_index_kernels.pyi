@@ -3,6 +3,8 @@ from typing import Any
 
 def put_hashes(
     buf: Any,
+    head: Any,
+    dirty: bytearray | None,
     items_base: int,
     slot_num: int,
     index_num: int,
@@ -16,6 +18,8 @@ def put_hashes(
 ) -> tuple[int, int, int, int, int]: ...
 def put_hash_list(
     buf: Any,
+    head: Any,
+    dirty: bytearray | None,
     items_base: int,
     slot_num: int,
     index_num: int,

@@ -2,8 +2,10 @@
 """C kernel of ``store.index_file``: many keys' items written into an IndexFile at once.
 
 Owns: ``put_hashes``, the compiled twin of ``IndexFile.put_hashes``: the ``putKey``
-loop over a chunk's hashes in C, writing items, slots and header straight into the
-mapping. ``index_file`` binds it when built (``common.kernels``); the property test
+loop over a chunk's hashes in C, writing items into the mapping and slots and header
+into ``head`` (the mapping itself, or the file's shadow copy of its first
+``40 + slots*4`` bytes, whose touched 4 KiB pages it marks in ``dirty``).
+``index_file`` binds it when built (``common.kernels``); the property test
 that holds ``put_hashes`` to ``put_key`` one key at a time runs against both.
 
 Must not: write anything ``put_key`` one by one would not, in any bit. Per key, as
@@ -45,7 +47,7 @@ cdef inline int64_t _floordiv1000(int64_t x) noexcept:
 
 
 def put_hashes(
-    buf, Py_ssize_t items_base, int64_t slot_num, int64_t index_num, int64_t count,
+    buf, head, dirty, Py_ssize_t items_base, int64_t slot_num, int64_t index_num, int64_t count,
     int64_t slot_count, int64_t begin_ts, int64_t begin_phy,
     const int64_t[::1] hashes, const int64_t[::1] phys, const int64_t[::1] tss,
 ):
@@ -56,13 +58,13 @@ def put_hashes(
     if n == 0:
         return 0, count, slot_count, begin_ts, begin_phy
     return _put_all(
-        buf, items_base, slot_num, index_num, count, slot_count, begin_ts, begin_phy,
-        &hashes[0], &phys[0], &tss[0], n,
+        buf, head, dirty, items_base, slot_num, index_num, count, slot_count, begin_ts,
+        begin_phy, &hashes[0], &phys[0], &tss[0], n,
     )
 
 
 def put_hash_list(
-    buf, Py_ssize_t items_base, int64_t slot_num, int64_t index_num, int64_t count,
+    buf, head, dirty, Py_ssize_t items_base, int64_t slot_num, int64_t index_num, int64_t count,
     int64_t slot_count, int64_t begin_ts, int64_t begin_phy, list hashes, list phys, list tss,
 ):
     """``put_hashes`` for a few keys given as lists (a single send's), no arrays made."""
@@ -75,61 +77,81 @@ def put_hash_list(
     for i in range(n):
         h[i], p[i], t[i] = hashes[i], phys[i], tss[i]
     return _put_all(
-        buf, items_base, slot_num, index_num, count, slot_count, begin_ts, begin_phy,
-        h, p, t, n,
+        buf, head, dirty, items_base, slot_num, index_num, count, slot_count, begin_ts,
+        begin_phy, h, p, t, n,
     )
 
 
 cdef tuple _put_all(
-    buf, Py_ssize_t items_base, int64_t slot_num, int64_t index_num, int64_t count,
-    int64_t slot_count, int64_t begin_ts, int64_t begin_phy,
+    buf, head, dirty, Py_ssize_t items_base, int64_t slot_num, int64_t index_num,
+    int64_t count, int64_t slot_count, int64_t begin_ts, int64_t begin_phy,
     const int64_t* hashes, const int64_t* phys, const int64_t* tss, Py_ssize_t n,
 ):
-    cdef Py_buffer view
+    cdef Py_buffer view, head_view, dirty_view
     cdef uint8_t* base
+    cdef uint8_t* hbase
+    cdef uint8_t* marks = NULL
     cdef Py_ssize_t i, done = 0
-    cdef int64_t h, phy, ts, head, diff, slot_pos
+    cdef int64_t h, phy, ts, prev, diff, slot_pos
     cdef uint8_t* item
     PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE)
     try:
-        if items_base + index_num * 20 > view.len:
-            raise ValueError("index buffer too small")
-        base = <uint8_t*>view.buf
-        for i in range(n):
-            if count >= index_num:
-                break
-            h, phy, ts = hashes[i], phys[i], tss[i]
-            slot_pos = 40 + (h % slot_num) * 4
-            head = _get32(base + slot_pos)
-            if head <= 0 or head > count:
-                head = 0
-            if begin_ts > 0:
-                diff = _floordiv1000(ts - begin_ts)
-                if diff < 0:
-                    diff = 0
-                elif diff > _INT_MAX:
-                    diff = _INT_MAX
-            else:
-                diff = 0
-            item = base + items_base + count * 20
-            _put32(item, <uint32_t>h)
-            _put64(item + 4, <uint64_t>phy)
-            _put32(item + 12, <uint32_t>diff)
-            _put32(item + 16, <uint32_t>head)
-            _put32(base + slot_pos, <uint32_t>count)
-            if count <= 1:
-                begin_phy, begin_ts = phy, ts
-                _put64(base + 16, <uint64_t>phy)
-                _put64(base, <uint64_t>ts)
-            if head == 0:
-                slot_count += 1
-            count += 1
-            done += 1
-        if done:
-            _put32(base + 32, <uint32_t>slot_count)
-            _put32(base + 36, <uint32_t>count)
-            _put64(base + 24, <uint64_t>phys[done - 1])
-            _put64(base + 8, <uint64_t>tss[done - 1])
+        PyObject_GetBuffer(head, &head_view, PyBUF_WRITABLE)
+        try:
+            if dirty is not None:
+                PyObject_GetBuffer(dirty, &dirty_view, PyBUF_WRITABLE)
+                marks = <uint8_t*>dirty_view.buf
+            try:
+                if items_base + index_num * 20 > view.len or items_base > head_view.len:
+                    raise ValueError("index buffer too small")
+                if marks != NULL and dirty_view.len <= (items_base - 1) >> 12:
+                    raise ValueError("dirty marks too few for the slot table")
+                base = <uint8_t*>view.buf
+                hbase = <uint8_t*>head_view.buf
+                for i in range(n):
+                    if count >= index_num:
+                        break
+                    h, phy, ts = hashes[i], phys[i], tss[i]
+                    slot_pos = 40 + (h % slot_num) * 4
+                    prev = _get32(hbase + slot_pos)
+                    if prev <= 0 or prev > count:
+                        prev = 0
+                    if begin_ts > 0:
+                        diff = _floordiv1000(ts - begin_ts)
+                        if diff < 0:
+                            diff = 0
+                        elif diff > _INT_MAX:
+                            diff = _INT_MAX
+                    else:
+                        diff = 0
+                    item = base + items_base + count * 20
+                    _put32(item, <uint32_t>h)
+                    _put64(item + 4, <uint64_t>phy)
+                    _put32(item + 12, <uint32_t>diff)
+                    _put32(item + 16, <uint32_t>prev)
+                    _put32(hbase + slot_pos, <uint32_t>count)
+                    if marks != NULL:
+                        marks[slot_pos >> 12] = 1
+                    if count <= 1:
+                        begin_phy, begin_ts = phy, ts
+                        _put64(hbase + 16, <uint64_t>phy)
+                        _put64(hbase, <uint64_t>ts)
+                    if prev == 0:
+                        slot_count += 1
+                    count += 1
+                    done += 1
+                if done:
+                    _put32(hbase + 32, <uint32_t>slot_count)
+                    _put32(hbase + 36, <uint32_t>count)
+                    _put64(hbase + 24, <uint64_t>phys[done - 1])
+                    _put64(hbase + 8, <uint64_t>tss[done - 1])
+                    if marks != NULL:
+                        marks[0] = 1
+            finally:
+                if marks != NULL:
+                    PyBuffer_Release(&dirty_view)
+        finally:
+            PyBuffer_Release(&head_view)
     finally:
         PyBuffer_Release(&view)
     return done, count, slot_count, begin_ts, begin_phy

@@ -178,6 +178,7 @@ class IndexService(Service):
                     index.mapped.delete_blocking()
                     deleted.append(path)
                     continue
+                index.shadow_blocking()  # the writable file (a full one is left as it is)
                 self._files.append(index)
         except BaseException:
             self.close()  # nothing stays mapped when the load fails
@@ -322,6 +323,12 @@ class IndexService(Service):
             log.warning("deleted %d index file(s) past the recovered CommitLog end", len(deleted))
         return deleted
 
+    async def shutdown(self) -> None:
+        """Stop (superseded files' flushes end first), then ``flush_current``: the
+        writable file's shadowed header and slots reach the file (``IndexFile``)."""
+        await super().shutdown()
+        await self.flush_current()
+
     async def flush_current(self) -> int:
         """msync the newest file (and the one before, whose flush may still be under way).
 
@@ -337,7 +344,7 @@ class IndexService(Service):
             if not index.mapped.hold():
                 return 0  # being deleted: claim nothing this time
             try:
-                await self._executor.run(index.flush_blocking)
+                await self._executor.run(index.flush_blocking, index.take_marks())
             finally:
                 index.mapped.release()
         return stamp
@@ -380,7 +387,7 @@ class IndexService(Service):
             self._files[-2].flush_blocking()
         return index
 
-    def _next_args(self) -> tuple[Path, int, int, int, int, bool]:
+    def _next_args(self) -> tuple[Path, int, int, int, int, bool, bool]:
         name = index_file_name(self._clock.now_ms())
         end_phy = end_time = 0
         if self._files:
@@ -390,7 +397,11 @@ class IndexService(Service):
                 # Same millisecond (or the clock went back): names must stay ordered.
                 name = str(int(last.file_name) + 1)
         path = self.directory / name
-        return path, self.hash_slot_num, self.index_num, end_phy, end_time, self.preallocate
+        # Shadowed: the writable file's slot table takes no page faults on the loop.
+        shadow = True
+        return (
+            path, self.hash_slot_num, self.index_num, end_phy, end_time, self.preallocate, shadow
+        )  # fmt: skip
 
     def _add(self, index: IndexFile, *, flush_previous: bool = True) -> None:
         previous = self._files[-1] if self._files else None
@@ -403,7 +414,7 @@ class IndexService(Service):
         if not index.mapped.hold():
             return
         try:
-            await self._executor.run(index.flush_blocking)
+            await self._executor.run(index.flush_blocking, index.take_marks())
         finally:
             index.mapped.release()
         if index.is_write_full and self.on_file_full is not None:

@@ -263,14 +263,7 @@ class MessageStore(Service):
         await self.dispatcher.shutdown()
         await self.flush_service.shutdown()
         await self.cq_flush_service.shutdown()
-        await self.index_service.shutdown()
-        files = self.index_service.files
-        last_index = files[-1] if files else None
-        if last_index is not None and last_index.mapped.hold():
-            try:
-                await self.executor.run(last_index.flush_blocking)
-            finally:
-                last_index.mapped.release()
+        await self.index_service.shutdown()  # and flushes the newest index files
 
     async def _close(self, *, delete_abort: bool) -> None:
         """Write the checkpoint, unmap, maybe delete ``abort``, unlock (idempotent)."""

@@ -137,6 +137,115 @@ def test_open_checks_size_and_reads_header(tmp_path: Path) -> None:
         IndexFile.open_blocking(tmp_path / "notes", SLOTS, ITEMS)
 
 
+# -- the shadow: header and slots in an anonymous copy until a flush ---------------------
+
+WIDE = 4096  # slots: a 16 KiB table, five 4 KiB pages
+
+
+def _wide_pair(folder: Path, items: int) -> tuple[IndexFile, IndexFile]:
+    plain = IndexFile.create_blocking(folder / "1", WIDE, items, 4096, T0)
+    shadowed = IndexFile.create_blocking(folder / "2", WIDE, items, 4096, T0, shadow=True)
+    return plain, shadowed
+
+
+def _put_both(pair: tuple[IndexFile, IndexFile], keys: list[str], start: int) -> None:
+    """The keys one by one, as a batch and as a list, into both files alike."""
+    phys = [4096 + 100 * (start + n) for n in range(len(keys))]
+    times = [T0 + 1000 * (start + n) for n in range(len(keys))]
+    for index in pair:
+        third = len(keys) // 3
+        for key, phy, ts in zip(keys[:third], phys, times, strict=False):
+            assert index.put_key(key, phy, ts)
+        index.put_hashes(
+            index_key_hashes(keys[third : 2 * third]),
+            np.array(phys[third : 2 * third], dtype=np.int64),
+            np.array(times[third : 2 * third], dtype=np.int64),
+        )
+        rest = slice(2 * third, None)
+        hashes = [index_key_hash(k) for k in keys[rest]]
+        if index.put_hash_list(hashes, phys[rest], times[rest]) is None:
+            for key, phy, ts in zip(keys[rest], phys[rest], times[rest], strict=True):
+                assert index.put_key(key, phy, ts)
+
+
+def _keys_on_page(page: int, n: int) -> list[str]:
+    """``n`` keys whose slots lie in 4 KiB page ``page`` of a ``WIDE`` file."""
+    found = (f"T#key-{i}" for i in itertools.count())
+    on_page = (k for k in found if (40 + index_key_hash(k) % WIDE * 4) >> 12 == page)
+    return list(itertools.islice(on_page, n))
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_a_shadowed_file_reaches_the_file_at_its_flush_byte_for_byte(
+    tmp_path: Path, implementation: str
+) -> None:
+    """Puts during a flush leave the file with the header as taken and slots that may be
+    newer; opened then (a process killed before the next flush), the slots are walked
+    back to what the header counts: the file as it was at the take."""
+    with pytest.MonkeyPatch.context() as patch:
+        use_index_kernel(implementation, patch)
+        pair = plain, shadowed = _wide_pair(tmp_path, 64)
+        assert shadowed.is_shadowed and not plain.is_shadowed
+        first = _keys_on_page(1, 9) + _keys_on_page(2, 6)
+        later = [first[0], first[4], *_keys_on_page(3, 4)]  # chains on page 1 grow
+        _put_both(pair, first, 0)
+        # Queries read the shadow at once; the file keeps the header it was created with.
+        assert shadowed.select_phy_offsets(first[3], 5, 0, 2**62) == [4396]
+        assert HEADER.unpack_from(shadowed.mapped.path.read_bytes()) == (T0, T0, 4096, 4096, 0, 0)
+        assert not any(shadowed.mapped.path.read_bytes()[40 : 40 + WIDE * 4])
+        at_take = bytes(plain.mapped.buffer)
+        marks = shadowed.take_marks()
+        assert marks is not None and not marks[1]
+        assert list(marks[0]) == [1, 1, 1, 0, 0], "the header's page and the two used"
+        _put_both(pair, later, len(first))  # during the flush: page 1 again, page 3 new
+        shadowed.flush_blocking(marks)
+        on_disk = shadowed.mapped.path.read_bytes()
+        table_end = 40 + WIDE * 4
+        assert on_disk[:40] == at_take[:40], "the header as taken"
+        assert on_disk[1 << 12 : 2 << 12] != at_take[1 << 12 : 2 << 12], "page 1 as it is now"
+        assert not any(on_disk[3 << 12 : 4 << 12]), "page 3 was not marked at the take"
+        killed = IndexFile.open_blocking(shadowed.mapped.path, WIDE, 64)
+        killed.shadow_blocking()
+        killed.flush_blocking()
+        assert killed.mapped.path.read_bytes()[:table_end] == at_take[:table_end]
+        killed.mapped.shutdown()
+        shadowed.flush_blocking()
+        assert shadowed.mapped.path.read_bytes() == bytes(plain.mapped.buffer)
+        for index in pair:
+            index.mapped.shutdown()
+
+
+def test_a_full_shadowed_file_drops_its_copy_at_the_flush_after(tmp_path: Path) -> None:
+    pair = plain, shadowed = _wide_pair(tmp_path, 4)  # holds 3 items
+    _put_both(pair, ["T#a", "T#b", "T#c"], 0)
+    assert shadowed.is_write_full and not shadowed.put_key("T#d", 1, T0)
+    marks = shadowed.take_marks()
+    assert marks is not None and marks[1], "full when taken: nothing can follow"
+    shadowed.flush_blocking(marks)
+    assert not shadowed.is_shadowed and shadowed.take_marks() is None
+    assert shadowed.mapped.path.read_bytes() == bytes(plain.mapped.buffer)
+    assert shadowed.select_phy_offsets("T#b", 5, 0, 2**62) == [4196]
+    again = IndexFile.open_blocking(shadowed.mapped.path, WIDE, 4)
+    again.shadow_blocking()
+    assert not again.is_shadowed, "a full file is read from its mapping"
+    for index in (*pair, again):
+        index.mapped.shutdown()
+
+
+def test_an_opened_file_is_shadowed_from_what_is_on_disk(tmp_path: Path) -> None:
+    pair = plain, shadowed = _wide_pair(tmp_path, 64)
+    _put_both(pair, [f"T#k{n}" for n in range(9)], 0)
+    shadowed.flush_blocking()
+    again = IndexFile.open_blocking(shadowed.mapped.path, WIDE, 64)
+    again.shadow_blocking()
+    assert again.is_shadowed and again.select_phy_offsets("T#k7", 5, 0, 2**62) == [4796]
+    assert again.put_key("T#k9", 5000, T0 + 9000) and plain.put_key("T#k9", 5000, T0 + 9000)
+    again.flush_blocking()
+    assert again.mapped.path.read_bytes() == bytes(plain.mapped.buffer)
+    for index in (*pair, again):
+        index.mapped.shutdown()
+
+
 # -- batch put: byte for byte what put_key one by one writes ---------------------------
 
 _keys = st.lists(
