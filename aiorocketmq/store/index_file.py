@@ -565,7 +565,10 @@ class IndexFile:
         size = self._items_base
         view = memoryview(self._head)
         try:
-            fd = os.open(self.mapped.path, os.O_WRONLY)
+            try:
+                fd = os.open(self.mapped.path, os.O_WRONLY)
+            except FileNotFoundError:
+                return  # deleted (expired) while held: nothing left to keep
             try:
                 for first, last in zip(starts.tolist(), ends.tolist(), strict=True):
                     at = max(first << _MARK_SHIFT, INDEX_HEADER_SIZE)

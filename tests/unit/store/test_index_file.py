@@ -246,6 +246,16 @@ def test_an_opened_file_is_shadowed_from_what_is_on_disk(tmp_path: Path) -> None
         index.mapped.shutdown()
 
 
+def test_a_shadowed_file_deleted_while_held_flushes_without_error(tmp_path: Path) -> None:
+    """Expiry unlinks a file a flush may still hold: its slots have nowhere to go."""
+    shadowed = IndexFile.create_blocking(tmp_path / "1", WIDE, 64, shadow=True)
+    assert shadowed.put_key("T#a", 100, T0)
+    shadowed.mapped.path.unlink()
+    shadowed.flush_blocking()
+    assert shadowed.select_phy_offsets("T#a", 5, 0, 2**62) == [100]
+    shadowed.mapped.shutdown()
+
+
 # -- batch put: byte for byte what put_key one by one writes ---------------------------
 
 _keys = st.lists(
