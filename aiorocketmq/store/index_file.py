@@ -50,6 +50,7 @@ delete a file outside a ``*_blocking`` method.
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import struct
@@ -74,6 +75,8 @@ __all__ = [
     "index_file_name",
     "index_file_size",
 ]
+
+log = logging.getLogger(__name__)
 
 INDEX_HEADER_SIZE: Final = 40
 HASH_SLOT_SIZE: Final = 4
@@ -229,7 +232,12 @@ class IndexFile:
         finally:
             view.release()
         self._dirty = bytearray(((size - 1) >> _MARK_SHIFT) + 1)
-        self._repair_heads(shadow, self._dirty)
+        walked = self._repair_heads(shadow, self._dirty)
+        if walked:
+            log.info(
+                "index file %s: %d slot(s) newer than its header walked back to indexCount=%d",
+                self.file_name, walked, self.index_count,
+            )  # fmt: skip
         self._head = shadow
 
     def _repair_heads(self, table: mmap.mmap, dirty: bytearray) -> int:

@@ -330,7 +330,8 @@ class IndexService(Service):
         await self.flush_current()
 
     async def flush_current(self) -> int:
-        """msync the newest file (and the one before, whose flush may still be under way).
+        """Flush the newest file (and the one before, whose flush may still be under way):
+        a shadow's marked pages, then the msync.
 
         Returns:
             A store time every key up to which is now on disk (0: no file); the
