@@ -24,25 +24,23 @@ specs/store.md §5), big-endian::
 
 Slot = ``keyHash % slots``. File size = ``40 + slots*4 + items*20`` (420,000,040 with
 the defaults). The file is full when ``indexCount >= items``: it holds items - 1.
-Header fields are written as soon as they change.
+Header fields are written as soon as they change. The shadow (``shadow_blocking``, the
+store's writable file): header and slot table (the first ``40 + slots*4`` bytes) are
+kept in an anonymous copy, with a mark per 4 KiB page written since the last flush;
+items still go to the mapping. Keys land in random slots, and every msync
+write-protects the pages it cleaned: with the table in the mapping, the puts after
+each flush took ~800 page faults a second on the event loop at 10,000 single sends/s
+(each an ext4 ``page_mkwrite``). A flush takes the marks and the header on the loop
+(``take_marks``), ``pwrite``s the marked slot pages from the copy in the executor, the
+header as taken last, then msyncs the mapping (which covers them). A full file's
+shadow is written, and dropped, before the next file is created.
 
-The shadow (``shadow_blocking``, the store's writable file): the header and slot table
-(the first ``40 + slots*4`` bytes) are kept in an anonymous copy, with a mark per
-4 KiB page written since the last flush; items still go to the mapping. Keys land in
-random slots, and every msync write-protects the pages it cleaned: with the table in
-the mapping, the puts after each flush took ~800 page faults a second on the event
-loop at 10,000 single sends/s (each an ext4 ``page_mkwrite``). A flush takes the marks
-and the header on the loop (``take_marks``), ``pwrite``s the marked slot pages from the
-copy in the executor, the header as taken last, then msyncs the mapping (which covers
-them). A full file's last flush drops the copy.
-
-So the file on disk has the header of a flush and slots at least as new: puts during
-the flush may have moved a slot to an item the header does not count yet. Opening a
-file for a shadow walks such a slot down its items' ``prevIndex`` links (the items are
-in the mapping, written before their slot) to the newest item the header counts: the
-slots as they were when the header was taken. A process killed between flushes is then
-recovered as an OS crash is: the replay from the checkpoint re-adds every key past the
-header's endPhyOffset.
+So the file on disk has the header of a flush and slots at least as new (puts during
+the flush). Opening a file for a shadow walks a slot that names an item the header does
+not count down its items' ``prevIndex`` links (items are in the mapping, written before
+their slot) to the newest one it counts: the slots as of the header. A process killed
+between flushes recovers as after an OS crash: the replay from the checkpoint re-adds
+every key past the header's endPhyOffset.
 
 Must not: decide which keys a message has (``IndexService``), or create, flush or
 delete a file outside a ``*_blocking`` method.
@@ -204,9 +202,8 @@ class IndexFile:
     def shadow_blocking(self) -> None:
         """Move the header and slot table writes to an anonymous copy (module docstring).
 
-        Read from the file with ``preadv``, which faults the copy's pages in without the
-        GIL. Nothing happens to a full file or one already shadowed. Executor or load
-        phase only.
+        Read with ``preadv``, which faults the copy's pages in without the GIL. Nothing
+        happens to a full or shadowed file. Executor or load phase only.
 
         Raises:
             StoreIOError: the file could not be read.
@@ -536,20 +533,24 @@ class IndexFile:
         return found
 
     def flush_blocking(self, marks: Marks | None = None) -> None:
-        """Write a shadow's marked pages, then msync the whole file; executor only, with
-        the file held.
+        """``write_shadow_blocking``, then msync the whole file; executor only, held.
+
+        RocketMQ rewrites the header from memory first; ours is written through already
+        (a flushed file that never got an item keeps indexCount 0, read as 1 either way).
+        """
+        self.write_shadow_blocking(marks)
+        msync(self._buf)
+
+    def write_shadow_blocking(self, marks: Marks | None = None) -> None:
+        """Write a shadow's marked pages and its header as taken into the file (the page
+        cache: a process killed afterwards loses none of it); a full file's copy goes.
 
         Args:
             marks: what ``take_marks`` took on the loop; None takes them here, which
                 only a caller with no put running concurrently may do (load, tests).
 
-        RocketMQ rewrites the header from memory first; ours is always written
-        through already, and rewriting it from a thread could race a put on the
-        loop. (The one visible difference: a flushed file that never got an item
-        keeps indexCount 0 on disk, which reads as 1 either way.)
-
         Raises:
-            StoreIOError: the shadow's pages could not be written.
+            StoreIOError: the pages could not be written (they stay marked).
         """
         if marks is None:
             marks = self.take_marks()
@@ -558,7 +559,6 @@ class IndexFile:
             self._write_pages_blocking(pages, header)
             if full:  # no put follows: the file has it all, the copy can go
                 self._head, self._dirty = self._buf, None
-        msync(self._buf)
 
     def _write_pages_blocking(self, pages: bytearray, header: bytes) -> None:
         """``pwrite`` each run of marked pages from the shadow, then ``header`` (no GIL

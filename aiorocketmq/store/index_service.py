@@ -324,10 +324,17 @@ class IndexService(Service):
         return deleted
 
     async def shutdown(self) -> None:
-        """Stop (superseded files' flushes end first), then ``flush_current``: the
-        writable file's shadowed header and slots reach the file (``IndexFile``)."""
+        """Stop, then flush the newest files (``flush_current``) and any other file still
+        shadowed (a superseded file's flush the stop cancelled): every header and slot
+        table reaches its file (``IndexFile``)."""
         await super().shutdown()
         await self.flush_current()
+        for index in self._files[:-2]:
+            if index.is_shadowed and index.mapped.hold():
+                try:
+                    await self._executor.run(index.flush_blocking, index.take_marks())
+                finally:
+                    index.mapped.release()
 
     async def flush_current(self) -> int:
         """Flush the newest file (and the one before, whose flush may still be under way):
@@ -365,6 +372,12 @@ class IndexService(Service):
             self._creating = asyncio.get_running_loop().create_future()
             creating = self._creating
             try:
+                full = self._files[-1] if self._files else None
+                if full is not None and full.is_shadowed:
+                    # Its last keys reach the page cache before a newer file exists: a
+                    # process killed from here on has them (the replay adds keys only
+                    # past the newest file's header).
+                    await self._executor.run(full.write_shadow_blocking, full.take_marks())
                 index = await self._executor.run(IndexFile.create_blocking, *self._next_args())
             except BaseException as exc:
                 self._creating = None

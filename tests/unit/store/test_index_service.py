@@ -178,6 +178,9 @@ async def test_load_after_a_crash_drops_unsafe_files(
     writer = IndexService(config, executor, clock=ManualClock(T0))
     for n in range(5):
         await build(writer, request(n * 10, keys="k", ts=T0 + n * 1000))
+    # A full file's header and slots reach its file before the next one exists (not
+    # left to its flush task, which a shutdown may cancel).
+    assert [f.is_shadowed for f in writer.files] == [False, False, True]
     await writer.shutdown()
     writer.close()
     ends = [f.end_timestamp for f in writer.files]
