@@ -330,11 +330,18 @@ class IndexService(Service):
         await super().shutdown()
         await self.flush_current()
         for index in self._files[:-2]:
-            if index.is_shadowed and index.mapped.hold():
-                try:
-                    await self._executor.run(index.flush_blocking, index.take_marks())
-                finally:
-                    index.mapped.release()
+            if index.is_shadowed:
+                await self._flush_held(index)
+
+    async def _flush_held(self, index: IndexFile) -> bool:
+        """Flush ``index`` in the executor while holding it; False if it is being deleted."""
+        if not index.mapped.hold():
+            return False
+        try:
+            await self._executor.run(index.flush_blocking, index.take_marks())
+        finally:
+            index.mapped.release()
+        return True
 
     async def flush_current(self) -> int:
         """Flush the newest file (and the one before, whose flush may still be under way):
@@ -349,12 +356,8 @@ class IndexService(Service):
             return 0
         stamp = files[-1].end_timestamp  # read before the msync: covered by it
         for index in files:
-            if not index.mapped.hold():
+            if not await self._flush_held(index):
                 return 0  # being deleted: claim nothing this time
-            try:
-                await self._executor.run(index.flush_blocking, index.take_marks())
-            finally:
-                index.mapped.release()
         return stamp
 
     # -- new files ---------------------------------------------------------------------
@@ -411,11 +414,9 @@ class IndexService(Service):
                 # Same millisecond (or the clock went back): names must stay ordered.
                 name = str(int(last.file_name) + 1)
         path = self.directory / name
-        # Shadowed: the writable file's slot table takes no page faults on the loop.
-        shadow = True
-        return (
-            path, self.hash_slot_num, self.index_num, end_phy, end_time, self.preallocate, shadow
-        )  # fmt: skip
+        # Shadowed (the last True): the writable file's slot table takes no page faults
+        # on the loop.
+        return path, self.hash_slot_num, self.index_num, end_phy, end_time, self.preallocate, True
 
     def _add(self, index: IndexFile, *, flush_previous: bool = True) -> None:
         previous = self._files[-1] if self._files else None
@@ -425,12 +426,8 @@ class IndexService(Service):
             self.spawn(self._flush_superseded(previous), name=f"flush:{previous.file_name}")
 
     async def _flush_superseded(self, index: IndexFile) -> None:
-        if not index.mapped.hold():
+        if not await self._flush_held(index):
             return
-        try:
-            await self._executor.run(index.flush_blocking, index.take_marks())
-        finally:
-            index.mapped.release()
         if index.is_write_full and self.on_file_full is not None:
             self.on_file_full(index)
 
