@@ -141,11 +141,17 @@ async def fetch_series(
 def merge_series(series: Sequence[BrokerSeries]) -> list[LagPoint]:
     """One series per topic over all brokers (see the module notes), oldest first."""
     interval = max((s.interval for s in series), default=0) or _DEFAULT_INTERVAL_MS
+    last = max((p.timestamp // interval for s in series for p in s.points), default=0)
     # (bucket, topic) -> broker -> the broker's latest point in that bucket.
     latest: dict[tuple[int, str], dict[int, LagPoint]] = {}
     for index, s in enumerate(series):
+        # A broker's newest points are its live ones (GET_CONSUMER_OFFSET_HISTORY ends
+        # with them). The brokers answer moments apart, and a bucket edge between two
+        # answers would otherwise split "now" into two points.
+        live = max((p.timestamp for p in s.points), default=None)
         for p in s.points:
-            slot = latest.setdefault((p.timestamp // interval, p.topic), {})
+            bucket = last if p.timestamp == live else p.timestamp // interval
+            slot = latest.setdefault((bucket, p.topic), {})
             if index not in slot or slot[index].timestamp <= p.timestamp:
                 slot[index] = p
     carried: dict[str, dict[int, LagPoint]] = {}

@@ -79,6 +79,14 @@ def test_a_live_only_broker_joins_the_last_bucket() -> None:
     assert merge_series([]) == []
 
 
+def test_the_live_points_share_the_last_bucket_across_a_bucket_edge() -> None:
+    # a answers at 59.9 s, b at 60.1 s: one "now" point, after a's recorded one.
+    a = series("a", 200, (59_700, "T", 5, 5), (59_900, "T", 9, 5))
+    b = series("b", 0, (60_100, "T", 7, 2))
+    merged = merge_series([a, b])
+    assert [(p.timestamp, p.diff) for p in merged] == [(59_700, 0), (60_100, 9)]
+
+
 def test_text_and_json_tell_the_same_story() -> None:
     a = series("broker-a", 60_000, (NOW - 120_000, "T", 10, 10), (NOW, "T", 40, 10))
     java = series("broker-b", 0, (NOW, "T", 5, 5))
