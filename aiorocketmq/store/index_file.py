@@ -33,7 +33,8 @@ each flush took ~800 page faults a second on the event loop at 10,000 single sen
 (each an ext4 ``page_mkwrite``). A flush takes the marks and the header on the loop
 (``take_marks``), ``pwrite``s the marked slot pages from the copy in the executor, the
 header as taken last, then msyncs the mapping (which covers them). A full file's
-shadow is written, and dropped, before the next file is created.
+shadow is written, and dropped, before the next file is created. The shadow's file work
+(read, walk back, write out) is in ``index_shadow``.
 
 So the file on disk has the header of a flush and slots at least as new (puts during
 the flush). Opening a file for a shadow walks a slot that names an item the header does
@@ -50,7 +51,6 @@ from __future__ import annotations
 
 import logging
 import mmap
-import os
 import struct
 import time
 from pathlib import Path
@@ -62,6 +62,14 @@ import numpy.typing as npt
 from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.tag_hash import index_key_hash
 from aiorocketmq.store.errors import StoreIOError, StoreLoadError
+from aiorocketmq.store.index_shadow import (
+    MARK_SHIFT,
+    Marks,
+    mark_count,
+    read_table_blocking,
+    repair_heads,
+    write_marked_blocking,
+)
 from aiorocketmq.store.mapped_file import MappedFile
 from aiorocketmq.store.page_ops import msync, populate_write
 
@@ -90,11 +98,6 @@ _ITEM_DTYPE: Final = np.dtype([("hash", ">i4"), ("phy", ">i8"), ("diff", ">i4"),
 _BEGIN_TIMESTAMP, _END_TIMESTAMP, _BEGIN_PHY, _END_PHY, _SLOT_COUNT, _INDEX_COUNT = (
     0, 8, 16, 24, 32, 36,
 )  # fmt: skip
-_MARK_SHIFT: Final = 12  # a shadow's marks are per 4 KiB page (the C kernel's too)
-
-Marks = tuple[bytearray, bool, bytes]
-"""What ``take_marks`` took: the marks (a byte per page, non-zero = written), whether
-the file was full then (no put follows them) and the header as it was."""
 
 
 def index_file_size(hash_slot_num: int, index_num: int) -> int:
@@ -202,65 +205,25 @@ class IndexFile:
     def shadow_blocking(self) -> None:
         """Move the header and slot table writes to an anonymous copy (module docstring).
 
-        Read with ``preadv``, which faults the copy's pages in without the GIL. Nothing
-        happens to a full or shadowed file. Executor or load phase only.
+        Nothing happens to a full or shadowed file. Executor or load phase only.
 
         Raises:
             StoreIOError: the file could not be read.
         """
         if self._dirty is not None or self.is_write_full:
             return
-        size = self._items_base
-        shadow = mmap.mmap(-1, size)
-        view = memoryview(shadow)
-        try:
-            fd = os.open(self.mapped.path, os.O_RDONLY)
-            try:
-                done = 0
-                while done < size:
-                    read = os.preadv(fd, [view[done:]], done)
-                    if read <= 0:
-                        raise StoreIOError(f"{self.mapped.path}: short read of its slot table")
-                    done += read
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise StoreIOError(f"{self.mapped.path}: slot table not read: {exc}") from exc
-        finally:
-            view.release()
-        self._dirty = bytearray(((size - 1) >> _MARK_SHIFT) + 1)
-        walked = self._repair_heads(shadow, self._dirty)
+        table = read_table_blocking(self.mapped.path, self._items_base)
+        dirty = bytearray(mark_count(self._items_base))
+        links = np.frombuffer(self._buf, _ITEM_DTYPE, self.index_num, self._items_base)["prev"]
+        walked = repair_heads(
+            table, dirty, links, slot_num=self.hash_slot_num, count=self.index_count
+        )
         if walked:
             log.info(
                 "index file %s: %d slot(s) newer than its header walked back to indexCount=%d",
                 self.file_name, walked, self.index_count,
             )  # fmt: skip
-        self._head = shadow
-
-    def _repair_heads(self, table: mmap.mmap, dirty: bytearray) -> int:
-        """Walk slots at or past ``indexCount`` (the next item's number) down below it
-        (module docstring); how many moved.
-
-        A link that does not go down (stale bytes past the count) ends the chain: the
-        slot reads as empty, as RocketMQ reads any head past the count.
-        """
-        count = self.index_count  # the next item's number: the items are [1, count)
-        slots = np.frombuffer(table, _SLOT_DTYPE, self.hash_slot_num, INDEX_HEADER_SIZE)
-        ahead = np.flatnonzero(slots >= count)
-        if not len(ahead):
-            return 0
-        links = np.frombuffer(self._buf, _ITEM_DTYPE, self.index_num, self._items_base)["prev"]
-        values = slots[ahead].astype(np.int64)
-        beyond = values >= count
-        while beyond.any():  # every step goes down: at most (items - count) steps
-            current = values[beyond]
-            down = links[np.minimum(current, self.index_num - 1)].astype(np.int64)
-            values[beyond] = np.where((current < self.index_num) & (down < current), down, 0)
-            beyond = values >= count
-        slots[ahead] = values
-        pages = (INDEX_HEADER_SIZE + ahead * HASH_SLOT_SIZE) >> _MARK_SHIFT
-        np.frombuffer(dirty, np.uint8)[pages] = 1
-        return len(ahead)
+        self._head, self._dirty = table, dirty
 
     @property
     def is_shadowed(self) -> bool:
@@ -454,7 +417,7 @@ class IndexFile:
         slot_table[slots[lasts]] = positions[lasts]
         if self._dirty is not None:
             marks = np.frombuffer(self._dirty, np.uint8)
-            marks[(INDEX_HEADER_SIZE + slots[lasts] * HASH_SLOT_SIZE) >> _MARK_SHIFT] = 1
+            marks[(INDEX_HEADER_SIZE + slots[lasts] * HASH_SLOT_SIZE) >> MARK_SHIFT] = 1
         self.hash_slot_count += int(np.count_nonzero(~valid))
         _INT.pack_into(self._head, _SLOT_COUNT, self.hash_slot_count)
         self.index_count = count0 + n
@@ -481,7 +444,7 @@ class IndexFile:
         )  # fmt: skip
         _INT.pack_into(table, slot_pos, count)
         if self._dirty is not None:
-            self._dirty[slot_pos >> _MARK_SHIFT] = 1
+            self._dirty[slot_pos >> MARK_SHIFT] = 1
         if count <= 1:
             self._set_long(_BEGIN_PHY, phy_offset)
             self._set_long(_BEGIN_TIMESTAMP, store_timestamp)
@@ -556,43 +519,15 @@ class IndexFile:
             marks = self.take_marks()
         if marks is not None:
             pages, full, header = marks
-            self._write_pages_blocking(pages, header)
+            try:
+                write_marked_blocking(self.mapped.path, self._head, self._items_base, pages, header)
+            except StoreIOError:
+                if self._dirty is not None:  # written again by the next flush
+                    again = np.frombuffer(self._dirty, np.uint8)
+                    again |= np.frombuffer(pages, np.uint8)
+                raise
             if full:  # no put follows: the file has it all, the copy can go
                 self._head, self._dirty = self._buf, None
-
-    def _write_pages_blocking(self, pages: bytearray, header: bytes) -> None:
-        """``pwrite`` each run of marked pages from the shadow, then ``header`` (no GIL
-        held meanwhile)."""
-        marked = np.flatnonzero(np.frombuffer(pages, np.uint8))
-        if not len(marked):
-            return
-        # Runs of consecutive pages: one pwrite each.
-        breaks = np.flatnonzero(np.diff(marked) != 1) + 1
-        starts = marked[np.concatenate(([0], breaks))]
-        ends = marked[np.concatenate((breaks - 1, [len(marked) - 1]))] + 1
-        size = self._items_base
-        view = memoryview(self._head)
-        try:
-            try:
-                fd = os.open(self.mapped.path, os.O_WRONLY)
-            except FileNotFoundError:
-                return  # deleted (expired) while held: nothing left to keep
-            try:
-                for first, last in zip(starts.tolist(), ends.tolist(), strict=True):
-                    at = max(first << _MARK_SHIFT, INDEX_HEADER_SIZE)
-                    end = min(last << _MARK_SHIFT, size)
-                    while at < end:
-                        at += os.pwrite(fd, view[at:end], at)
-                if os.pwrite(fd, header, 0) != INDEX_HEADER_SIZE:
-                    raise OSError(f"short header write at {self.mapped.path}")
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            if self._dirty is not None:  # written again by the next flush
-                np.frombuffer(self._dirty, np.uint8)[marked] = 1
-            raise StoreIOError(f"{self.mapped.path}: slot table not written: {exc}") from exc
-        finally:
-            view.release()
 
 
 #: The C ``put_hashes`` (``_index_kernels.pyx``) when built and not turned off.

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aiorocketmq.common.tag_hash import index_key_hash, index_key_hashes
-from aiorocketmq.store.errors import StoreLoadError
+from aiorocketmq.store.errors import StoreIOError, StoreLoadError
 from aiorocketmq.store.index_file import (
     IndexFile,
     index_file_name,
@@ -254,6 +254,27 @@ def test_a_shadowed_file_deleted_while_held_flushes_without_error(tmp_path: Path
     shadowed.flush_blocking()
     assert shadowed.select_phy_offsets("T#a", 5, 0, 2**62) == [100]
     shadowed.mapped.shutdown()
+
+
+def test_a_failed_shadow_write_leaves_its_pages_to_the_next_flush(tmp_path: Path) -> None:
+    pair = plain, shadowed = _wide_pair(tmp_path, 64)
+    _put_both(pair, _keys_on_page(1, 3), 0)
+    marks = shadowed.take_marks()
+    assert marks is not None and list(marks[0]) == [1, 1, 0, 0, 0]
+    _put_both(pair, _keys_on_page(3, 2), 3)  # after the take: the next flush's
+    path = shadowed.mapped.path
+    path.rename(tmp_path / "moved")
+    path.mkdir()  # opening it to write fails (EISDIR)
+    with pytest.raises(StoreIOError, match="slot table not written"):
+        shadowed.write_shadow_blocking(marks)
+    path.rmdir()
+    (tmp_path / "moved").rename(path)
+    again = shadowed.take_marks()
+    assert again is not None and list(again[0]) == [1, 1, 0, 1, 0], "taken again, and page 3"
+    shadowed.flush_blocking(again)
+    assert path.read_bytes() == bytes(plain.mapped.buffer)
+    for index in pair:
+        index.mapped.shutdown()
 
 
 # -- batch put: byte for byte what put_key one by one writes ---------------------------
