@@ -185,7 +185,7 @@ async def test_idle_levels_park_and_a_later_message_is_still_delivered_on_time(
 async def test_offsets_persist_and_reload_across_a_restart(
     tmp_path: Path, executor: BlockingExecutor
 ) -> None:
-    quick = {"first_delay_ms": 0, "first_persist_delay_ms": 20}
+    quick: dict[str, Any] = {"first_delay_ms": 0, "first_persist_delay_ms": 20}
     store = {"flush_delay_offset_interval": 20}
     async with scheduled(tmp_path, executor, store=store, **quick) as (h, service):
         path = h.ctx.store_config.delay_offset_path
@@ -210,7 +210,7 @@ async def test_offsets_persist_and_reload_across_a_restart(
         # Level 1's units are delivered in order: had the offsets been lost, m1 and m2
         # would have come again before the marker.
         await dispatched(h.ctx.store)
-        bodies = sorted(m.body for m in _queue_messages(h.ctx.store, TOPIC))
+        bodies = sorted(bytes(m.body) for m in _queue_messages(h.ctx.store, TOPIC))
         assert bodies == [b"m1", b"m2", b"marker", b"pending"]
         late = next(m for m in _queue_messages(h.ctx.store, TOPIC) if m.body == b"pending")
         assert late.store_timestamp - pending.store_timestamp >= 2_000
