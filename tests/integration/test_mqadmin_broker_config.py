@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from aiorocketmq.cli.admin import main
-from tests.support.cluster import create_topic, start_broker, start_namesrv
+from tests.support.cluster import create_topic, start_broker, start_namesrv, wait_route
 from tests.support.procs import ManagedProcess
 
 pytestmark = pytest.mark.timeout(90)
@@ -101,6 +101,9 @@ async def test_get_and_update_broker_config_table_and_json(
         capsys, "updateTopic", "-n", namesrv, "-c", CLUSTER, "-t", "PermIT", "-r", "2", "-w", "2"
     )
     assert code == 0, err
+    # The broker answers, then registers the new topic (Java answers even before it
+    # stores it): the route reaches the name server a moment later.
+    await wait_route(namesrv, "PermIT")
     assert await route_perm(capsys, namesrv, "PermIT") == 6
     code, out, err = await run(capsys, "wipeWritePerm", "-n", namesrv, "-b", broker.name)
     assert code == 0, err
