@@ -54,7 +54,13 @@ class BlockingExecutor:
     """
 
     def __init__(
-        self, name: str, max_workers: int = 1, *, nice: int = 0, prestart: bool = False
+        self,
+        name: str,
+        max_workers: int = 1,
+        *,
+        nice: int = 0,
+        idle: bool = False,
+        prestart: bool = False,
     ) -> None:
         """Create the pool; threads start lazily, named ``<name>_<n>``.
 
@@ -67,6 +73,11 @@ class BlockingExecutor:
                 loop for a core (prefaulting a new file zeroes 128 MiB of pages)
                 should yield it to the loop. A thread cannot raise its priority back
                 unprivileged, which is why niceness belongs to a pool, not a call.
+            idle: run the threads under ``SCHED_IDLE`` (Linux): they get a core only
+                when no other thread wants it, and a waking thread takes the core from
+                them at once (the scheduler counts a core running only such threads as
+                idle). For work nobody waits for; falls back to nice 19 where the
+                policy is refused.
             prestart: start every thread now (``prestart``): for pools made at
                 start-up whose work comes while the loop is serving.
 
@@ -83,11 +94,12 @@ class BlockingExecutor:
         self.name = name
         self.max_workers = max_workers
         self.nice = nice
+        self.idle = idle
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=max_workers,
             thread_name_prefix=name,
             initializer=_init_worker,
-            initargs=(name, nice),
+            initargs=(name, nice, idle),
         )
         if prestart:
             self.prestart()
@@ -193,11 +205,18 @@ def _meet(barrier: threading.Barrier) -> None:
         pass  # a worker busy with earlier work: the rest started anyway
 
 
-def _init_worker(name: str, nice: int) -> None:
-    """A worker's OS thread name and niceness (best effort: Linux only, never fatal)."""
+def _init_worker(name: str, nice: int, idle: bool = False) -> None:
+    """A worker's OS thread name and priority (best effort: Linux only, never fatal)."""
     tid = threading.get_native_id()
     if _PRCTL is not None:
         _PRCTL(_PR_SET_NAME, name.encode("utf-8", "replace")[:15], 0, 0, 0)
+    if idle and hasattr(os, "SCHED_IDLE"):
+        try:
+            os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+            return
+        except OSError as exc:
+            log.debug("no SCHED_IDLE for name=%s error=%s; nice 19 instead", name, exc)
+        nice = 19
     if nice and hasattr(os, "setpriority"):
         try:
             os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + nice)

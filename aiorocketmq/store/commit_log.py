@@ -523,13 +523,16 @@ def _default_allocator(config: MessageStoreConfig) -> MappedFileAllocator:
     msync_every = 0
     if config.warm_maped_file_enable and config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
         msync_every = config.flush_least_pages_when_warm_maped_file
-    # Its own low-priority thread: faulting in the next file (1 GiB by default) is CPU work (the
-    # kernel zeroes every page) that must not take the event loop's core from it.
+    # Low-priority threads: faulting in the next file (1 GiB by default) is CPU work (the
+    # kernel zeroes every page) that must not take the event loop's core from it. Creating
+    # a file is short and a roll may wait for it; warming is long and nobody waits for it.
+    warm = config.warm_commit_log_files or config.warm_maped_file_enable
     return MappedFileAllocator(
         BlockingExecutor("store-allocate", 1, nice=_ALLOCATE_NICE, prestart=True),
         owns_executor=True,
+        warm_executor=BlockingExecutor("store-warm", 1, idle=True, prestart=True) if warm else None,
         preallocate=config.preallocate_commit_log_blocks,
-        warm=config.warm_commit_log_files or config.warm_maped_file_enable,
+        warm=warm,
         msync_every_pages=msync_every,
         name="commitlog-allocate",
     )

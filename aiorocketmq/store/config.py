@@ -164,8 +164,9 @@ class MessageStoreConfig(BaseModel):
     )
     warm_commit_log_files: bool = Field(
         True,
-        description="aiorocketmq: prefault every page of a pre-allocated CommitLog file in the "
-        "allocator thread, so the event loop never pays first-touch page faults.",
+        description="aiorocketmq: prefault every page of a new CommitLog file, ahead of the "
+        "writer, in a thread that runs only when a core is free (SCHED_IDLE), so the event "
+        "loop rarely pays first-touch page faults; the file is in use meanwhile.",
     )
     preallocate_commit_log_blocks: bool = Field(
         True,

@@ -56,6 +56,7 @@ __all__ = [
     "CREATING_SUFFIX",
     "FILE_NAME_DIGITS",
     "OS_PAGE_SIZE",
+    "WARM_STEP_BYTES",
     "MappedFile",
     "SelectedBuffer",
     "delete_files_blocking",
@@ -70,7 +71,8 @@ OS_PAGE_SIZE: Final = 4096
 FILE_NAME_DIGITS: Final = 20
 """CommitLog and ConsumeQueue file names: the start offset, zero-padded to 20 digits."""
 
-_WARM_CHUNK_BYTES: Final = 4 * 1024 * 1024
+WARM_STEP_BYTES: Final = 4 * 1024 * 1024
+"""How much of a file one warming call faults in (``warm_range_blocking``)."""
 CREATING_SUFFIX: Final = ".creating"
 """Suffix of a file being created; see ``MappedFile.create_blocking``."""
 
@@ -88,7 +90,7 @@ def reserve_blocks(fd: int, size: int) -> None:
     if fallocate is not None:
         fallocate(fd, 0, size)
         return
-    zeros = memoryview(bytes(min(size, _WARM_CHUNK_BYTES)))
+    zeros = memoryview(bytes(min(size, WARM_STEP_BYTES)))
     offset = 0
     while offset < size:
         offset += os.pwrite(fd, zeros[: size - offset], offset)
@@ -527,11 +529,8 @@ class MappedFile:
     def warm_blocking(self, msync_every_pages: int = 0) -> None:
         """Fault in every page from the write position on, writable; executor only.
 
-        On Linux >= 5.14 this is ``madvise(MADV_POPULATE_WRITE)`` in 4 MiB steps
-        through ctypes, which keeps the bytes as they are and releases the GIL, so
-        the event loop keeps running. Elsewhere it falls back to RocketMQ's
-        ``warmMappedFile``: a zero byte written at every 4 KiB page (only pages at
-        or past the write position, which hold no data yet).
+        ``warm_range_blocking`` over the rest of the file in 4 MiB steps, with the
+        zero-byte fallback allowed: call it only while no one writes the file.
 
         Args:
             msync_every_pages: if > 0, msync each time this many pages were warmed
@@ -540,20 +539,44 @@ class MappedFile:
         """
         start = -(-self.wrote_position // OS_PAGE_SIZE) * OS_PAGE_SIZE
         synced = start
-        mm = self.buffer
-        populate = True
-        for chunk in range(start, self.file_size, _WARM_CHUNK_BYTES):
-            end = min(chunk + _WARM_CHUNK_BYTES, self.file_size)
-            if populate:
-                populate = populate_write(mm, chunk, end)
-            if not populate:
-                for page in range(chunk, end, OS_PAGE_SIZE):
-                    mm[page] = 0
-            if msync_every_pages > 0 and (end - synced) // OS_PAGE_SIZE >= msync_every_pages:
-                msync(mm, synced, end - synced)
-                synced = end
+        for chunk in range(start, self.file_size, WARM_STEP_BYTES):
+            end = min(chunk + WARM_STEP_BYTES, self.file_size)
+            sync = msync_every_pages > 0 and (end - synced) // OS_PAGE_SIZE >= msync_every_pages
+            self.warm_range_blocking(chunk, end, True, synced if sync else -1)
+            synced = end if sync else synced
         if msync_every_pages > 0 and synced < self.file_size:
-            msync(mm, synced, self.file_size - synced)
+            msync(self.buffer, synced, self.file_size - synced)
+
+    def warm_range_blocking(
+        self, start: int, end: int, zero_fill: bool, sync_from: int = -1
+    ) -> bool:
+        """Fault in ``[start, end)`` writable, keeping its bytes; executor only.
+
+        On Linux >= 5.14 this is ``madvise(MADV_POPULATE_WRITE)`` through ctypes, which
+        releases the GIL and never changes a byte, so it is safe while the loop writes
+        the same file. Elsewhere, with ``zero_fill``, it is RocketMQ's
+        ``warmMappedFile``: a zero byte written at every 4 KiB page, which is only
+        right while nothing is written there (before the file is handed out).
+
+        Args:
+            start: page-aligned start.
+            end: end (exclusive), at most ``file_size``.
+            zero_fill: allow the zero-byte fallback.
+            sync_from: if >= 0, msync ``[sync_from, end)`` afterwards.
+
+        Returns:
+            False if nothing was done: the kernel cannot populate and ``zero_fill`` is
+            off.
+        """
+        mm = self.buffer
+        if not populate_write(mm, start, end):
+            if not zero_fill:
+                return False
+            for page in range(start, end, OS_PAGE_SIZE):
+                mm[page] = 0
+        if sync_from >= 0 and end > sync_from:
+            msync(mm, sync_from, end - sync_from)
+        return True
 
     def delete_blocking(self) -> bool:
         """Remove the file's path; executor only. True if it existed.

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from aiorocketmq.store.errors import StoreIOError
 
-__all__ = ["msync", "populate_write"]
+__all__ = ["msync", "populate_supported", "populate_write"]
 
 _MADV_POPULATE_WRITE: Final = 23  # Linux >= 5.14; not exported by Python's mmap module
 _MS_SYNC: Final = getattr(mmap, "MS_SYNC", 4)  # Linux's value when the module lacks it
@@ -90,3 +90,22 @@ def populate_write(mm: mmap.mmap, start: int, end: int) -> bool:
     if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
         raise StoreIOError(f"madvise(MADV_POPULATE_WRITE) failed: {os.strerror(err)}")
     return False
+
+
+_SUPPORTED: list[bool] = []  # the probe's answer, once
+
+
+def populate_supported() -> bool:
+    """Whether ``populate_write`` works here (Linux >= 5.14 and libc reachable).
+
+    Probed once on a one-page anonymous mapping.
+    """
+    if not _SUPPORTED:
+        probe = mmap.mmap(-1, _PAGE)
+        try:
+            _SUPPORTED.append(populate_write(probe, 0, _PAGE))
+        except StoreIOError:
+            _SUPPORTED.append(False)
+        finally:
+            probe.close()
+    return _SUPPORTED[0]

@@ -384,6 +384,27 @@ async def test_executor_threads_carry_their_os_name_and_lower_priority() -> None
         assert await executor.run(_os_thread_blocking) == ("plain", mine)
 
 
+def _policy_blocking() -> tuple[int, int]:
+    return os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+async def test_executor_idle_threads_run_under_sched_idle_or_at_nice_19(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    async with BlockingExecutor("warm", idle=True) as executor:
+        assert (await executor.run(_policy_blocking))[0] == os.SCHED_IDLE
+    assert os.sched_getscheduler(0) != os.SCHED_IDLE, "only the pool's threads"
+
+    def refuse(*args: object) -> None:
+        raise PermissionError(1, "refused by a sandbox")
+
+    monkeypatch.setattr(os, "sched_setscheduler", refuse)
+    async with BlockingExecutor("warm", idle=True) as executor:
+        assert await executor.run(_policy_blocking) == (os.SCHED_OTHER, min(19, mine + 19))
+
+
 async def test_executor_prestart_starts_every_worker_before_any_work() -> None:
     executor = BlockingExecutor("prestarted", max_workers=3, prestart=True)
     try:

@@ -3,6 +3,7 @@ waiting when ready, retried after a failure, and never left behind at shutdown."
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,9 +12,16 @@ import pytest
 
 from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.runtime.lifecycle import ServiceStateError
+from aiorocketmq.store import page_ops
 from aiorocketmq.store.allocator import MappedFileAllocator
 from aiorocketmq.store.errors import StoreError
-from aiorocketmq.store.mapped_file import MappedFile, offset_to_file_name
+from aiorocketmq.store.mapped_file import (
+    OS_PAGE_SIZE,
+    WARM_STEP_BYTES,
+    MappedFile,
+    offset_to_file_name,
+)
+from tests.support.wait import wait_until
 
 SIZE = 8192
 
@@ -41,9 +49,81 @@ async def test_prepare_then_take(tmp_path: Path, executor: BlockingExecutor) -> 
     await allocator.shutdown()
 
 
-async def test_warming_runs_in_a_pool_thread(
+needs_populate = pytest.mark.skipif(
+    not page_ops.populate_supported(), reason="needs MADV_POPULATE_WRITE (Linux >= 5.14)"
+)
+
+
+class GatedWarming:
+    """Records each warming step (thread, range, msync start) and holds it at a gate."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[tuple[str, int, int, int]] = []
+        self.gate = threading.Event()
+        real = MappedFile.warm_range_blocking
+
+        def gated(
+            mapped: MappedFile, start: int, end: int, zero_fill: bool, sync_from: int = -1
+        ) -> bool:
+            self.calls.append((threading.current_thread().name, start, end, sync_from))
+            assert not zero_fill, "the zero-byte fallback never runs on a file in use"
+            assert self.gate.wait(10), "the test never opened the gate"
+            return real(mapped, start, end, zero_fill, sync_from)
+
+        monkeypatch.setattr(MappedFile, "warm_range_blocking", gated)
+
+
+@needs_populate
+async def test_a_file_is_handed_out_before_warming_which_goes_on_ahead_of_the_writer(
     tmp_path: Path, executor: BlockingExecutor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    warming = GatedWarming(monkeypatch)
+    size = WARM_STEP_BYTES + 3 * OS_PAGE_SIZE
+    async with BlockingExecutor("test-warm", idle=True) as warm_pool:
+        allocator = MappedFileAllocator(
+            executor, warm=True, msync_every_pages=2, warm_executor=warm_pool
+        )
+        await allocator.start()
+        mapped = await allocator.allocate(tmp_path / offset_to_file_name(0), size)
+        await wait_until(lambda: len(warming.calls) == 1, what="the first step started")
+        # Written while the pool populates the same pages: populate keeps the bytes.
+        data = b"\xff" * (WARM_STEP_BYTES + 10)
+        mapped.append(data)
+        warming.gate.set()
+        await allocator.idle()
+        await allocator.shutdown()
+    assert warming.calls == [
+        ("test-warm_0", 0, WARM_STEP_BYTES, 0),
+        # The writer got past the first step: the next starts at its next page.
+        ("test-warm_0", WARM_STEP_BYTES + OS_PAGE_SIZE, size, WARM_STEP_BYTES),
+    ]
+    assert mapped.path.read_bytes() == data + bytes(size - len(data))
+    mapped.shutdown()
+
+
+@needs_populate
+async def test_shutdown_stops_warming_at_its_step_and_deletes_the_unused_file(
+    tmp_path: Path, executor: BlockingExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warming = GatedWarming(monkeypatch)
+    allocator = MappedFileAllocator(executor, warm=True)
+    await allocator.start()
+    path = tmp_path / offset_to_file_name(0)
+    allocator.prepare(path, 3 * WARM_STEP_BYTES)
+    await wait_until(lambda: len(warming.calls) == 1, what="the first step started")
+    stopping = asyncio.ensure_future(allocator.shutdown())
+    await wait_until(allocator.stopping.is_set, what="shutdown began")
+    warming.gate.set()  # the step in the pool thread holds the file until it returns
+    await asyncio.wait_for(stopping, 10)
+    assert len(warming.calls) == 1 and not allocator.failures
+    assert not path.exists() and not allocator.ready_paths
+
+
+async def test_without_populate_the_zero_byte_warming_runs_before_handing_out(
+    tmp_path: Path, executor: BlockingExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(page_ops, "_LIBC", None)
+    monkeypatch.setattr(page_ops, "_SUPPORTED", [])  # probe again, without libc
     calls: list[tuple[str, int]] = []
 
     def record_warm(self: MappedFile, msync_every_pages: int = 0) -> None:
@@ -53,8 +133,9 @@ async def test_warming_runs_in_a_pool_thread(
     allocator = MappedFileAllocator(executor, warm=True, msync_every_pages=4096)
     await allocator.start()
     mapped = await allocator.allocate(tmp_path / offset_to_file_name(0), SIZE)
+    # Done in the creation, before the file was handed out: nothing writes it meanwhile.
     assert calls == [(calls[0][0], 4096)] and calls[0][0].startswith("test-alloc")
-    assert allocator.waited == 1
+    assert allocator.waited == 1 and not allocator.pending_paths
     mapped.shutdown()
     await allocator.shutdown()
 
