@@ -8,6 +8,10 @@ Issue 19's single-send targets compare our round trip with Redis's. This splits 
 - **canned broker**: the same, but the broker answers each plain send at once with a
   stored reply (``canned_broker.py``): no send handler, no store, no dispatch. What is
   left is our client, both ends' remoting and the event loops;
+- **mqbroker, bare client**: the real broker again, but the client is a bare asyncio
+  protocol replaying the bytes of one of our SEND_MESSAGE_V2 requests (built by the
+  functions our producer uses) and waiting for each reply frame: the broker's share
+  of the round trip, with no client library;
 - **bare uvloop echo**: ``echo_floor.py``, the same bytes with no library at all;
 - **Redis Streams**: ``XADD`` of the same fields as ``client_bench.py`` sends, to
   ``valkey-server`` (AOF everysec) through redis-py asyncio: the peer the targets name.
@@ -27,8 +31,11 @@ Prints; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import socket
 import sys
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -37,10 +44,16 @@ import uvloop
 
 from aiorocketmq.client import Producer
 from aiorocketmq.client.config import ProducerConfig
+from aiorocketmq.client.mq_client_api import v2_fields
+from aiorocketmq.common.properties import MessageConst, properties_to_string
+from aiorocketmq.remoting.codes import RequestCode, SerializeType
+from aiorocketmq.remoting.command import RemotingCommand
+from aiorocketmq.remoting.frame import encode_frame
 
 WARM_UP = 3000
 BROKER = "mqbroker"
 CANNED = "canned broker"
+BARE = "mqbroker, bare client"
 ECHO = "bare uvloop echo"
 REDIS = "Redis Streams"
 Run = Callable[[argparse.Namespace, Path], Awaitable[cb.Result]]
@@ -66,6 +79,8 @@ async def broker_round(system: str, args: argparse.Namespace, tmp: Path) -> cb.R
         )
         servers.insert(0, broker)
         await cb.create_topic(broker.addr, namesrv.addr, "BenchTopic")
+        if system == BARE:
+            return await _bare_sends(args, servers, broker.addr)
         return await _sends(system, args, servers, namesrv.addr)
     finally:
         for server in servers:
@@ -89,6 +104,68 @@ async def _sends(
         return result
     finally:
         await producer.shutdown()
+
+
+class FrameClient(asyncio.Protocol):
+    """Resolves ``waiter`` at each whole length-prefixed frame (a reply)."""
+
+    def __init__(self) -> None:
+        self.waiter: asyncio.Future[None] | None = None
+        self.transport: asyncio.Transport | None = None
+        self._buf = bytearray()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        buf = self._buf
+        buf += data
+        while len(buf) >= 4:
+            end = 4 + int.from_bytes(buf[:4], "big")
+            if len(buf) < end:
+                return
+            del buf[:end]
+            waiter, self.waiter = self.waiter, None
+            if waiter is not None:
+                waiter.set_result(None)
+
+
+def send_request_frame() -> bytes:
+    """One SEND_MESSAGE_V2 as our producer frames it: 1 KiB body, key, tag, UNIQ_KEY."""
+    msg = cb.rmq_message("BenchTopic")
+    msg.put_property(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "0" * 32)
+    fields = v2_fields(
+        "bench_producer", msg.topic, "TBW102", cb.QUEUES, 0, 0, int(time.time() * 1000), 0,
+        properties_to_string(msg.properties), 0, False, False, None, "broker-a",
+    )  # fmt: skip
+    request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, fields, msg.body)
+    request.serialize_type, request.opaque = SerializeType.MSGPACK, 1
+    return encode_frame(request)
+
+
+async def _bare_sends(
+    args: argparse.Namespace, servers: list[cb.Server], address: str
+) -> cb.Result:
+    host, port = address.rsplit(":", 1)
+    loop = asyncio.get_running_loop()
+    transport, client = await loop.create_connection(FrameClient, host, int(port))
+    frame = send_request_frame()
+
+    async def send() -> None:
+        client.waiter = loop.create_future()
+        transport.write(frame)
+        await client.waiter
+
+    try:
+        for _ in range(WARM_UP):
+            await send()
+        result = cb.Result(BARE)
+        run = lambda: cb.single_sync(result, args.single, send)  # noqa: E731
+        await cb.run_phases(result, servers, [("single sync", run)])
+        return result
+    finally:
+        transport.close()
 
 
 async def echo_round(args: argparse.Namespace, tmp: Path) -> cb.Result:
@@ -124,6 +201,7 @@ def _runs() -> dict[str, Run]:
     return {
         BROKER: lambda args, tmp: broker_round(BROKER, args, tmp),
         CANNED: lambda args, tmp: broker_round(CANNED, args, tmp),
+        BARE: lambda args, tmp: broker_round(BARE, args, tmp),
         ECHO: echo_round,
         REDIS: redis_round,
     }
@@ -148,12 +226,19 @@ def report(rounds: list[list[cb.Result]]) -> None:
     for results in rounds:
         got = {r.system: r for r in results}
         full, canned, echo, redis = got[BROKER], got[CANNED], got[ECHO], got[REDIS]
+        bare = got[BARE]
         print(
             f"  send handler + store: {_p50(full) - _p50(canned):+.0f} µs p50,"
             f" {_cpu(full) - _cpu(canned):+.0f} µs CPU;"
             f"  client + remoting over the echo: {_p50(canned) - _p50(echo):+.0f} µs p50;"
             f"  sends/s against Redis: ours {_rate(full) / _rate(redis):.2f}x,"
             f" canned {_rate(canned) / _rate(redis):.2f}x"
+        )
+        print(
+            f"    our client over a bare one (same broker): {_p50(full) - _p50(bare):+.0f} µs"
+            f" p50, {_client_cpu(full) - _client_cpu(bare):+.0f} µs client CPU;"
+            f"  the broker over the echo: {_p50(bare) - _p50(echo):+.0f} µs p50;"
+            f"  the bare client's sends/s against Redis: {_rate(bare) / _rate(redis):.2f}x"
         )
 
 
@@ -167,6 +252,10 @@ def _rate(result: cb.Result) -> float:
 
 def _cpu(result: cb.Result) -> float:
     return result.phases["single sync"].server_us
+
+
+def _client_cpu(result: cb.Result) -> float:
+    return result.phases["single sync"].client_us
 
 
 async def main(args: argparse.Namespace) -> None:
