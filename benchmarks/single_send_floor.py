@@ -96,14 +96,24 @@ async def _sends(
     await producer.start()
     try:
         send = lambda: producer.send(cb.rmq_message("BenchTopic"))  # noqa: E731
-        for _ in range(WARM_UP):
-            await send()
-        result = cb.Result(system)
-        run = lambda: cb.single_sync(result, args.single, send)  # noqa: E731
-        await cb.run_phases(result, servers, [("single sync", run)])
-        return result
+        return await _timed(system, args, servers, send)
     finally:
         await producer.shutdown()
+
+
+async def _timed(
+    system: str,
+    args: argparse.Namespace,
+    servers: list[cb.Server],
+    send: Callable[[], Awaitable[object]],
+) -> cb.Result:
+    """``WARM_UP`` sends, then ``--single`` timed ones as ``client_bench``'s phase."""
+    for _ in range(WARM_UP):
+        await send()
+    result = cb.Result(system)
+    run = lambda: cb.single_sync(result, args.single, send)  # noqa: E731
+    await cb.run_phases(result, servers, [("single sync", run)])
+    return result
 
 
 class FrameClient(asyncio.Protocol):
@@ -158,12 +168,7 @@ async def _bare_sends(
         await client.waiter
 
     try:
-        for _ in range(WARM_UP):
-            await send()
-        result = cb.Result(BARE)
-        run = lambda: cb.single_sync(result, args.single, send)  # noqa: E731
-        await cb.run_phases(result, servers, [("single sync", run)])
-        return result
+        return await _timed(BARE, args, servers, send)
     finally:
         transport.close()
 
@@ -186,12 +191,7 @@ async def redis_round(args: argparse.Namespace, tmp: Path) -> cb.Result:
     client = aioredis.Redis(host="127.0.0.1", port=port)
     try:
         xadd = lambda: client.xadd("bench", cb.redis_fields())  # noqa: E731
-        for _ in range(WARM_UP):
-            await xadd()
-        result = cb.Result(REDIS)
-        run = lambda: cb.single_sync(result, args.single, xadd)  # noqa: E731
-        await cb.run_phases(result, [server], [("single sync", run)])
-        return result
+        return await _timed(REDIS, args, [server], xadd)
     finally:
         await client.aclose()
         server.stop()

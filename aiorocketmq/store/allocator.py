@@ -35,6 +35,7 @@ from typing import Any
 
 from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.runtime.lifecycle import Service, ServiceStateError
+from aiorocketmq.store.errors import StoreIOError
 from aiorocketmq.store.mapped_file import (
     OS_PAGE_SIZE,
     WARM_STEP_BYTES,
@@ -191,10 +192,14 @@ class MappedFileAllocator(Service):
         if background and self._accepting():
             task = self.spawn(self._warm_file(mapped), name=f"warm:{path.name}")
             self._warming[path] = task
-            task.add_done_callback(lambda _: self._warming.pop(path, None))
+            task.add_done_callback(lambda t: self._warming.pop(path, None) if t is task else None)
 
     async def _warm_file(self, mapped: MappedFile) -> None:
-        """Fault ``mapped`` in, step by step, from wherever its writer has got to."""
+        """Fault ``mapped`` in, step by step, from wherever its writer has got to.
+
+        A failure (out of memory, say) only ends the warming: the file is in use, and
+        its writer faults in what is left, as with warming off.
+        """
         every = self._msync_every_pages
         pos = synced = 0
         while pos < mapped.file_size and self._accepting() and mapped.hold():
@@ -207,6 +212,9 @@ class MappedFileAllocator(Service):
                     mapped.warm_range_blocking, start, end, False, synced if sync else -1
                 ):
                     return  # populate refused after all: the writer faults the pages in
+            except (StoreIOError, OSError) as exc:
+                log.warning("warming %s stopped at %d: %s", mapped.path, pos, exc)
+                return
             finally:
                 mapped.release()
             synced = end if sync else synced

@@ -14,7 +14,7 @@ from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.runtime.lifecycle import ServiceStateError
 from aiorocketmq.store import page_ops
 from aiorocketmq.store.allocator import MappedFileAllocator
-from aiorocketmq.store.errors import StoreError
+from aiorocketmq.store.errors import StoreError, StoreIOError
 from aiorocketmq.store.mapped_file import (
     OS_PAGE_SIZE,
     WARM_STEP_BYTES,
@@ -117,6 +117,29 @@ async def test_shutdown_stops_warming_at_its_step_and_deletes_the_unused_file(
     await asyncio.wait_for(stopping, 10)
     assert len(warming.calls) == 1 and not allocator.failures
     assert not path.exists() and not allocator.ready_paths
+
+
+@needs_populate
+async def test_a_failed_warming_step_ends_the_warming_and_leaves_the_file_in_use(
+    tmp_path: Path,
+    executor: BlockingExecutor,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def fail(mapped: MappedFile, start: int, end: int, *args: object) -> bool:
+        raise StoreIOError("madvise(MADV_POPULATE_WRITE) failed: Cannot allocate memory")
+
+    monkeypatch.setattr(MappedFile, "warm_range_blocking", fail)
+    allocator = MappedFileAllocator(executor, warm=True)
+    await allocator.start()
+    mapped = await allocator.allocate(tmp_path / offset_to_file_name(0), 2 * WARM_STEP_BYTES)
+    await allocator.idle()
+    assert not allocator.failures, "a warming failure is no task death"
+    assert "warming" in caplog.text and "Cannot allocate memory" in caplog.text
+    mapped.append(b"still writable")
+    assert mapped.path.read_bytes()[:14] == b"still writable"
+    mapped.shutdown()
+    await allocator.shutdown()
 
 
 async def test_without_populate_the_zero_byte_warming_runs_before_handing_out(
