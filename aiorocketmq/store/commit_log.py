@@ -520,12 +520,10 @@ class CommitLog:
 
 
 def _default_allocator(config: MessageStoreConfig) -> MappedFileAllocator:
-    msync_every = 0
-    if config.warm_maped_file_enable and config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
-        msync_every = config.flush_least_pages_when_warm_maped_file
-    # Low-priority threads: faulting in the next file (1 GiB by default) is CPU work (the
-    # kernel zeroes every page) that must not take the event loop's core from it. Creating
-    # a file is short and a roll may wait for it; warming is long and nobody waits for it.
+    sync_warm = config.warm_maped_file_enable and config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+    msync_every = config.flush_least_pages_when_warm_maped_file if sync_warm else 0
+    # Low-priority threads: the kernel zeroing a new file's pages must not take the loop's
+    # core. A roll may wait for a creation (short), never for warming (long).
     warm = config.warm_commit_log_files or config.warm_maped_file_enable
     return MappedFileAllocator(
         BlockingExecutor("store-allocate", 1, nice=_ALLOCATE_NICE, prestart=True),

@@ -527,16 +527,10 @@ class MappedFile:
         return max(read, flushed)
 
     def warm_blocking(self, msync_every_pages: int = 0) -> None:
-        """Fault in every page from the write position on, writable; executor only.
-
-        ``warm_range_blocking`` over the rest of the file in 4 MiB steps, with the
-        zero-byte fallback allowed: call it only while no one writes the file.
-
-        Args:
-            msync_every_pages: if > 0, msync each time this many pages were warmed
-                and once at the end (RocketMQ does so under SYNC_FLUSH, so a later
-                sync flush does not meet a gigabyte of dirty zero pages).
-        """
+        """``warm_range_blocking`` from the write position on, 4 MiB a step, zero fill
+        allowed: only while nothing writes the file; executor only. ``msync_every_pages``
+        > 0: msync every that many pages and at the end (RocketMQ does so under
+        SYNC_FLUSH, so a later sync flush meets no gigabyte of dirty zero pages)."""
         start = -(-self.wrote_position // OS_PAGE_SIZE) * OS_PAGE_SIZE
         synced = start
         for chunk in range(start, self.file_size, WARM_STEP_BYTES):
@@ -550,23 +544,16 @@ class MappedFile:
     def warm_range_blocking(
         self, start: int, end: int, zero_fill: bool, sync_from: int = -1
     ) -> bool:
-        """Fault in ``[start, end)`` writable, keeping its bytes; executor only.
+        """Fault in ``[start, end)`` (page-aligned start) writable; executor only.
 
         On Linux >= 5.14 this is ``madvise(MADV_POPULATE_WRITE)`` through ctypes, which
         releases the GIL and never changes a byte, so it is safe while the loop writes
         the same file. Elsewhere, with ``zero_fill``, it is RocketMQ's
         ``warmMappedFile``: a zero byte written at every 4 KiB page, which is only
-        right while nothing is written there (before the file is handed out).
+        right while nothing is written there (before the file is handed out). With
+        ``sync_from`` >= 0, ``[sync_from, end)`` is msynced afterwards.
 
-        Args:
-            start: page-aligned start.
-            end: end (exclusive), at most ``file_size``.
-            zero_fill: allow the zero-byte fallback.
-            sync_from: if >= 0, msync ``[sync_from, end)`` afterwards.
-
-        Returns:
-            False if nothing was done: the kernel cannot populate and ``zero_fill`` is
-            off.
+        Returns False if nothing was done: no populate and no ``zero_fill``.
         """
         mm = self.buffer
         if not populate_write(mm, start, end):
