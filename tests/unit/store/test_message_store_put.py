@@ -29,6 +29,7 @@ from tests.support.wait import wait_until
 from tests.unit.store.helpers import BORN_HOST, STORE_HOST
 from tests.unit.store.store_support import (
     TOPIC,
+    bodies,
     dispatched,
     inner,
     open_store,
@@ -211,6 +212,38 @@ async def test_sync_flush_timeout_still_stores(tmp_path: Path) -> None:
         assert no_wait.status is S.PUT_OK
         end = no_wait.physical_offset + no_wait.wrote_bytes
         await wait_until(lambda: store.commit_log.flushed_where >= end, what="WAIT=false flushed")
+    finally:
+        await store.shutdown()
+
+
+async def test_sync_flush_puts_across_rolls_while_files_warm(tmp_path: Path) -> None:
+    # RocketMQ's warmMapedFileEnable under SYNC_FLUSH: the warming msyncs every few
+    # pages of files the writer and the group commit are using at the same time.
+    config = store_config(
+        tmp_path,
+        flush_disk_type=FlushDiskType.SYNC_FLUSH,
+        warm_maped_file_enable=True,
+        flush_least_pages_when_warm_maped_file=2,
+        mapped_file_size_commit_log=5 * 1024 * 1024,
+        max_message_size=256 * 1024,
+    )
+    store = await open_store(config)
+    try:
+        sent = [bytes([i]) * (96 * 1024 + i) for i in range(130)]  # ~12.5 MiB: two rolls
+        for start in range(0, len(sent), 10):
+            results = await asyncio.gather(
+                *(store.put_message(inner(body)) for body in sent[start : start + 10])
+            )
+            assert {r.status for r in results} == {S.PUT_OK}
+        assert len(store.commit_log.queue.files) == 3
+        await dispatched(store)
+        read: list[bytes] = []
+        while len(read) < len(sent):
+            got = store.get_message("g", TOPIC, 0, len(read), 32)
+            assert got is not None and got.messages, got
+            with got:
+                read += bodies(got)
+        assert read == sent
     finally:
         await store.shutdown()
 
