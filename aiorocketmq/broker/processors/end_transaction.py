@@ -13,6 +13,12 @@ does) or check back with producers (``transaction.check_service`` does).
 
 A ``commitOrRollback`` other than 0, 8 or 12 is refused while the header is read,
 as Java's ``checkFields`` does (SYSTEM_ERROR "commitOrRollback field wrong").
+
+Beyond Java: the first end of a half message stands. A check's answer and the
+producer's own late end can cross (the producer took longer than
+``transactionTimeOut`` to end it); Java stores a second commit again, a duplicate for
+every consumer. Here a later end of a half message this broker already ended answers
+SUCCESS and writes nothing (the last ``_ENDED_MAX`` offsets are remembered, in memory).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ _NOT: Final = MessageSysFlag.TRANSACTION_NOT_TYPE
 _COMMIT: Final = MessageSysFlag.TRANSACTION_COMMIT_TYPE
 _ROLLBACK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 _NOT_FOUND: Final = "Find prepared transaction message failed"
+_ENDED_MAX: Final = 65536
 
 _FINAL_PUT: Final[dict[PutMessageStatus, tuple[int, str | None]]] = {
     PutMessageStatus.PUT_OK: (ResponseCode.SUCCESS, None),
@@ -116,6 +123,8 @@ class EndTransactionProcessor:
     def __init__(self, ctx: BrokerContext, bridge: TransactionalMessageBridge) -> None:
         self._ctx = ctx
         self._bridge = bridge
+        # Half messages' CommitLog offsets ended (or being ended), oldest first.
+        self._ended: dict[int, None] = {}
 
     def register(self, table: ProcessorTable) -> None:
         """Register END_TRANSACTION."""
@@ -154,12 +163,28 @@ class EndTransactionProcessor:
         code, check_remark = _check_prepare_message(half, header)
         if code != ResponseCode.SUCCESS or half is None:
             return code, check_remark
+        offset = header.commit_log_offset
+        if offset in self._ended:
+            log.info("end transaction offset=%d state=%d ignored: ended already", offset, state)
+            return ResponseCode.SUCCESS, None
+        self._remember(offset)  # before the first await: a crossing end sees it
         if state == _COMMIT:
-            code, check_remark = await self._send_final_message(half, header)
+            try:
+                code, check_remark = await self._send_final_message(half, header)
+            except BaseException:
+                self._ended.pop(offset, None)
+                raise
             if code != ResponseCode.SUCCESS:
+                self._ended.pop(offset, None)  # not stored: a retry may end it
                 return code, check_remark
         await self._bridge.put_op_message(half)
         return ResponseCode.SUCCESS, None
+
+    def _remember(self, offset: int) -> None:
+        ended = self._ended
+        ended[offset] = None
+        if len(ended) > _ENDED_MAX:
+            del ended[next(iter(ended))]
 
     async def _send_final_message(
         self, half: MessageExt, header: EndTransactionRequestHeader

@@ -8,6 +8,7 @@ way a Java producer does: with a oneway END_TRANSACTION (fromTransactionCheck).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
@@ -182,6 +183,31 @@ async def test_rolled_back_half_message_is_never_visible(tmp_path: Path) -> None
         assert real(store) == []
         (op,) = stored(store, RMQ_SYS_TRANS_OP_HALF_TOPIC, 0)
         assert op.body == str(sent.queue_offset).encode()
+
+
+async def test_the_first_end_stands_when_a_checks_answer_and_the_producers_cross(
+    tmp_path: Path,
+) -> None:
+    async with broker(tmp_path) as (h, _parts):
+        store = h.ctx.store
+        sent = await send_half(h, b"once", "UNIQ-X")
+        # The check's COMMIT and the producer's own late COMMIT, in flight together.
+        replies = await asyncio.gather(
+            h.invoke(end_for(sent, COMMIT, "UNIQ-X", from_check=True)),
+            h.invoke(end_for(sent, COMMIT, "UNIQ-X")),
+        )
+        assert [r.code for r in replies] == [ResponseCode.SUCCESS] * 2
+        late_rollback = await h.invoke(end_for(sent, ROLLBACK, "UNIQ-X"))
+        assert late_rollback.code == ResponseCode.SUCCESS
+        await dispatched(store)
+        assert [m.body for m in real(store)] == [b"once"], "stored once, and kept"
+        assert len(stored(store, RMQ_SYS_TRANS_OP_HALF_TOPIC, 0)) == 1
+
+        rolled = await send_half(h, b"never", "UNIQ-Y")
+        for state in (ROLLBACK, COMMIT):  # a commit after the rollback resurrects nothing
+            assert (await h.invoke(end_for(rolled, state, "UNIQ-Y"))).code == ResponseCode.SUCCESS
+        await dispatched(store)
+        assert [m.body for m in real(store)] == [b"once"]
 
 
 async def test_end_transaction_refusals(tmp_path: Path) -> None:
