@@ -10,33 +10,28 @@ records: per chunk, one notice per queue and tagsCode, for the newest such recor
 (``dispatch_runs``). The master's put path, a slave's replication and the
 start-time redispatch after recovery all go through here.
 
-Must not: block the loop (a huge backlog is dispatched in bounded chunks with a
-yield between them), create files on the loop (NEED_FILE and a full index are
-answered by awaiting the allocator, then the same record is dispatched again:
-both puts are idempotent), copy bodies, or verify CRCs (recovery did).
+Must not: block the loop (a backlog goes in bounded chunks with a yield between),
+create files on the loop (NEED_FILE and a full index await the allocator, then the
+same record is dispatched again: both puts are idempotent), copy bodies, or verify
+CRCs (recovery did).
 
 Reading rules, per record of a slice that ends at its file's read position:
 
 * valid record -> dispatch, notify, advance by TOTALSIZE;
 * BLANK -> the rest of the file is filler: jump to the next file's start;
 * the slice ends exactly after a record -> read the next slice;
-* a record whose header is sound but whose fields do not add up -> "[BUG]": skip
-  its TOTALSIZE;
-* anything else unparseable -> on a master, skip the rest of the readable slice;
-  on a SLAVE, stop and retry at the next wakeup, because HA frames are not
-  message-aligned and the tail may be half a record.
+* a sound header whose fields do not add up -> "[BUG]": skip its TOTALSIZE;
+* anything else unparseable -> on a master, skip the rest of the readable slice; on
+  a SLAVE, stop and retry at the next wakeup (HA frames are not message-aligned).
 
 tagsCode: ``hashCode(TAGS)`` (0 without tags), or a schedule record's deliver time
 (``dispatch_builder``, which builds every request).
 
 Waking: after a master's puts, a callback of the same loop iteration
-(``dispatch_soon``, once the replies are written) calls ``dispatch_now()``, which
-dispatches the new records inline when the service is idle and otherwise sets an
-``asyncio.Event`` (a single put's record goes through ``dispatch_put``, the same
-without reading it back); replication and recovery call ``wakeup()``, which only
-sets it.
-RocketMQ's 1 ms sleep-poll becomes a wait on the event (with a 1 s timer only as a
-safety net).
+(``dispatch_soon``, once the replies are written) calls ``dispatch_now()``: the new
+records inline when idle, else an ``asyncio.Event`` is set (``dispatch_put``: a single
+put's record, not read back); replication and recovery call ``wakeup()``, which only
+sets it. RocketMQ's 1 ms sleep-poll becomes a wait on the event (a 1 s safety timer).
 """
 
 from __future__ import annotations
@@ -556,7 +551,22 @@ class ReputMessageService(Service):
             self._flags.make_index_file_error()
             if not self._index_down_since_ms:
                 log.error("no index file can be created: puts refused, keys not indexed")
+                if self.running:
+                    self.spawn(self._heal_index(), name="heal-index")
             self._index_down_since_ms = time.monotonic_ns() // 1_000_000
+
+    async def _heal_index(self) -> None:
+        """Retry the IndexFile each second while there is none: puts are refused, so no
+        record brings a retry (a disk full at an index roll refused puts until restart)."""
+        while self._index_down_since_ms:
+            await self._pause()
+            if self.stopping.is_set():
+                return
+            try:
+                await self._index.create_file()
+            except StoreError:
+                continue  # still full
+            self._file_recovered(True)
 
     def _file_recovered(self, index: bool) -> None:
         """A file could be created again: lift what its failure imposed."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,8 +20,10 @@ from aiorocketmq.common.message import Message
 from aiorocketmq.common.message_codec import decode_record, encode_batch
 from aiorocketmq.common.msg_id import create_offset_msg_id
 from aiorocketmq.common.properties import MessageConst
+from aiorocketmq.store import dispatcher as dispatcher_module
 from aiorocketmq.store.config import BrokerRole, FlushDiskType
 from aiorocketmq.store.errors import StoreIOError
+from aiorocketmq.store.index_file import IndexFile
 from aiorocketmq.store.inner_message import MessageExtBatch
 from aiorocketmq.store.message_store import MessageStore
 from aiorocketmq.store.results import GetMessageStatus, PutMessageStatus
@@ -102,6 +105,32 @@ async def test_full_disk_refuses_puts_and_keeps_serving_reads(store: MessageStor
         assert result.status is GetMessageStatus.FOUND and result.message_count == 1
     store.on_disk_writable_changed(True)
     await put_ok(store, inner(b"after"))
+
+
+async def test_puts_resume_once_an_index_file_can_be_created_with_no_put_to_retry_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dispatcher_module, "_RETRY_PAUSE_S", 0.05)
+    real = IndexFile.create_blocking
+    disk_full = [True]
+
+    def create(*args: Any) -> IndexFile:
+        if disk_full[0]:
+            raise StoreIOError("cannot create the index file: No space left on device")
+        return real(*args)
+
+    monkeypatch.setattr(IndexFile, "create_blocking", create)
+    store = await open_store(store_config(tmp_path))
+    try:
+        await put_ok(store, inner(b"stored", KEYS="k1"))  # its dispatch finds no index file
+        await wait_until(lambda: not store.flags.writeable, what="puts refused")
+        assert (await store.put_message(inner())).status is S.SERVICE_NOT_AVAILABLE
+        disk_full[0] = False  # space again, and no put comes to bring a retry
+        await wait_until(lambda: store.flags.writeable, what="puts taken again")
+        await put_ok(store, inner(b"after", KEYS="k2"))
+        await dispatched(store)
+    finally:
+        await store.shutdown()
 
 
 @pytest.mark.parametrize(
