@@ -22,6 +22,7 @@ KERNELS = [
     "aiorocketmq/common/_props_kernels.pyx",
     "aiorocketmq/common/_record_kernels.pyx",
     "aiorocketmq/remoting/_frame_kernels.pyx",
+    "aiorocketmq/remoting/_json_kernels.pyx",
     "aiorocketmq/store/_index_kernels.pyx",
 ]
 

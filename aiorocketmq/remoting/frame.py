@@ -49,6 +49,7 @@ from aiorocketmq.remoting.header_values import (
     INT16_MIN,
     INT32_MAX,
     INT32_MIN,
+    LANGUAGE_BY_NAME,
     LANGUAGE_BY_VALUE,
     HeaderFields,
     as_int,
@@ -131,6 +132,17 @@ def json_header_by_encoder(cmd: RemotingCommand) -> bytes:
 
 def decode_json_header(data: Body) -> HeaderFields:
     """Parse a JSON header into ``RemotingCommand``'s leading fields, in order."""
+    if _JSON_KERNEL is not None:
+        fields: HeaderFields | None = _JSON_KERNEL.decode_json_header(
+            data, LANGUAGE_BY_VALUE, LANGUAGE_BY_NAME, LanguageCode.OTHER, LanguageCode.JAVA
+        )
+        if fields is not None:  # the usual header; anything else is answered below
+            return fields
+    return py_decode_json_header(data)
+
+
+def py_decode_json_header(data: Body) -> HeaderFields:
+    """``decode_json_header`` in Python: the reference, and every unusual header."""
     try:
         obj = _JSON_DECODER.decode(bytes(data).decode("utf-8"))
     except (ValueError, RecursionError) as exc:
@@ -274,6 +286,9 @@ _ENCODERS: dict[int, Callable[[RemotingCommand], bytes]] = {
 }
 #: The MSGPACK kernels (``_frame_kernels.pyx``) when built and not turned off.
 _KERNEL = load_kernel("aiorocketmq.remoting._frame_kernels")
+#: The JSON kernels (``_json_kernels.pyx``): the stock clients' headers.
+_JSON_KERNEL = load_kernel("aiorocketmq.remoting._json_kernels")
+_LANGUAGE_NAMES: Final = {lang: lang.name for lang in LanguageCode}
 
 _DECODERS: dict[int, Callable[[Body], HeaderFields]] = {
     SerializeType.JSON: decode_json_header,
@@ -309,6 +324,15 @@ def _encode_head(cmd: RemotingCommand, body_length: int, max_frame_length: int) 
         )  # fmt: skip
         if head is not None:  # the usual command; anything else (or an error) below
             return head
+    elif _JSON_KERNEL is not None and cmd.serialize_type is SerializeType.JSON:
+        name = _LANGUAGE_NAMES.get(cmd.language)
+        if name is not None:
+            head = _JSON_KERNEL.encode_json_head(
+                cmd.code, name, cmd.version, cmd.opaque, cmd.flag, cmd.remark,
+                cmd.ext_fields, body_length, max_frame_length,
+            )  # fmt: skip
+            if head is not None:
+                return head
     return py_encode_frame_head(cmd, max_frame_length)
 
 
@@ -427,6 +451,34 @@ class _LargeFrame:
         return _command(self._serialize_type, fields, self._body)
 
 
+def _kernels_on() -> bool:
+    return _KERNEL is not None or _JSON_KERNEL is not None
+
+
+def _split_usual(buf: Body, pos: int, max_len: int) -> tuple[list[RemotingCommand], int]:
+    """The kernels' commands of the usual frames from ``pos`` on (MSGPACK ones, then
+    JSON ones, while either takes a frame), and where they stopped."""
+    commands: list[RemotingCommand] = []
+    size = len(buf)
+    while size - pos >= 4:
+        start = pos
+        if _KERNEL is not None:
+            run, pos = _KERNEL.split_msgpack(
+                buf, pos, max_len, RemotingCommand, LANGUAGE_BY_VALUE, LanguageCode.OTHER,
+                SerializeType.MSGPACK,
+            )  # fmt: skip
+            commands += run
+        if _JSON_KERNEL is not None and size - pos >= 4:
+            run, pos = _JSON_KERNEL.split_json(
+                buf, pos, max_len, RemotingCommand, LANGUAGE_BY_VALUE, LANGUAGE_BY_NAME,
+                LanguageCode.OTHER, LanguageCode.JAVA, SerializeType.JSON,
+            )  # fmt: skip
+            commands += run
+        if pos == start:
+            break
+    return commands, pos
+
+
 class FrameDecoder:
     """Incremental frame decoder: feed any chunking, get whole commands back.
 
@@ -457,13 +509,9 @@ class FrameDecoder:
         if self._error is not None:
             raise self._error
         try:
-            if _KERNEL is not None and not self._buf and self._large is None:
-                # The usual read: whole MSGPACK frames, nothing held from the last one.
-                run: list[RemotingCommand]
-                run, pos = _KERNEL.split_msgpack(
-                    data, 0, self._max, RemotingCommand, LANGUAGE_BY_VALUE,
-                    LanguageCode.OTHER, SerializeType.MSGPACK,
-                )  # fmt: skip
+            if not self._buf and self._large is None and _kernels_on():
+                # The usual read: whole usual frames, nothing held from the last one.
+                run, pos = _split_usual(data, 0, self._max)
                 if pos == len(data):
                     return run
                 if pos:
@@ -524,11 +572,8 @@ class FrameDecoder:
         view = memoryview(buf)
         try:
             while size - pos >= 4:
-                if _KERNEL is not None:  # a run of usual MSGPACK frames; the rest below
-                    run, pos = _KERNEL.split_msgpack(
-                        buf, pos, self._max, RemotingCommand, LANGUAGE_BY_VALUE,
-                        LanguageCode.OTHER, SerializeType.MSGPACK,
-                    )  # fmt: skip
+                if _kernels_on():  # a run of usual frames; the rest below
+                    run, pos = _split_usual(buf, pos, self._max)
                     commands += run
                     if size - pos < 4:
                         break

@@ -22,6 +22,7 @@ __all__ = [
     "INT16_MIN",
     "INT32_MAX",
     "INT32_MIN",
+    "LANGUAGE_BY_NAME",
     "LANGUAGE_BY_VALUE",
     "HeaderFields",
     "as_int",
@@ -38,7 +39,8 @@ INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 #: code, opaque, flag, language, version, remark, ext_fields: RemotingCommand's field order.
 HeaderFields = tuple[int, int, int, LanguageCode, int, str | None, dict[str, str]]
 
-_LANGUAGE_BY_NAME = {lang.name: lang for lang in LanguageCode}
+#: A header's language name -> LanguageCode (an unknown one is OTHER).
+LANGUAGE_BY_NAME: Final = {lang.name: lang for lang in LanguageCode}
 #: A header's language code -> LanguageCode (``language_of`` reads an int this way;
 #: an unknown one is OTHER).
 LANGUAGE_BY_VALUE: Final = {lang.value: lang for lang in LanguageCode}
@@ -117,7 +119,7 @@ def as_int(value: object, name: str, low: int = INT32_MIN, high: int = INT32_MAX
 def language_of(value: object) -> LanguageCode:
     # An unknown language is not worth dropping a connection for: newer clients add some.
     if isinstance(value, str):
-        return _LANGUAGE_BY_NAME.get(value, LanguageCode.OTHER)
+        return LANGUAGE_BY_NAME.get(value, LanguageCode.OTHER)
     if isinstance(value, int) and not isinstance(value, bool):
         return LANGUAGE_BY_VALUE.get(value, LanguageCode.OTHER)
     if value is None:

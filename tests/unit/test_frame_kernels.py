@@ -48,6 +48,11 @@ def kernel() -> Any:
     return kernel_or_skip("aiorocketmq.remoting._frame_kernels")
 
 
+@pytest.fixture(scope="module")
+def json_kernel() -> Any:
+    return kernel_or_skip("aiorocketmq.remoting._json_kernels")
+
+
 def _command(
     code: int, version: int, opaque: int, flag: int, remark: str | None, ext: dict[str, str]
 ) -> RemotingCommand:
@@ -284,14 +289,16 @@ def _decode_stream(stream: bytes, cuts: list[int]) -> object:
 )
 @settings(max_examples=300, deadline=None)
 def test_a_decoder_with_the_kernel_decodes_any_stream_as_the_reference(
-    kernel: Any, frames: list[bytes], tail: bytes, data: st.DataObject
+    kernel: Any, json_kernel: Any, frames: list[bytes], tail: bytes, data: st.DataObject
 ) -> None:
-    """Usual MSGPACK frames, other types, random headers, a torn tail, any chunking: the
+    """Usual MSGPACK and JSON frames, other types, random headers, a torn tail, any chunking: the
     same commands, the same buffered rest, or the same error with the same words."""
     stream = b"".join(frames) + tail
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=4)))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(frame_module, "_KERNEL", kernel)
+        patch.setattr(frame_module, "_JSON_KERNEL", json_kernel)
         with_kernel = _decode_stream(stream, cuts)
         patch.setattr(frame_module, "_KERNEL", None)
+        patch.setattr(frame_module, "_JSON_KERNEL", None)
         assert with_kernel == _decode_stream(stream, cuts)
