@@ -2,7 +2,7 @@
 """C kernel of ``broker.plain_send``: a plain single send's header and properties.
 
 Owns: ``plain_send_fields``, the compiled twin of ``py_plain_send_fields``: from a
-SEND_MESSAGE_V2 header's extFields, the values a plain single send stores, in one
+SEND_MESSAGE_V2 header's extFields (or SEND_MESSAGE's, by their long names), the values a plain single send stores, in one
 pass over the header and one over the properties text, with no header object and no
 join of the properties.
 
@@ -105,33 +105,36 @@ cdef object _stored(str text, str cluster):
     return props, (base + "\x02" + pair) if base else pair
 
 
-def plain_send_fields(dict fields, str cluster, Py_ssize_t max_properties_size):
+def plain_send_fields(dict fields, str cluster, Py_ssize_t max_properties_size,
+                      tuple names):
     cdef long long queue_id, sys_flag, born, flag, reconsume = 0
-    topic = _field(fields, "b")
+    if len(names) != 13:
+        raise ValueError("names: the 13 header fields' names, in Java's order")
+    topic = _field(fields, names[1])
     if (
-        type(_field(fields, "a")) is not str or type(topic) is not str
-        or type(_field(fields, "c")) is not str
+        type(_field(fields, names[0])) is not str or type(topic) is not str
+        or type(_field(fields, names[2])) is not str
     ):
         return None
-    if _digits(_field(fields, "d"), 10) < 0:
+    if _digits(_field(fields, names[3]), 10) < 0:
         return None
-    queue_id = _digits(_field(fields, "e"), 10)
-    sys_flag = _digits(_field(fields, "f"), 10)
-    born = _digits(_field(fields, "g"), 19)
-    flag = _digits(_field(fields, "h"), 10)
+    queue_id = _digits(_field(fields, names[4]), 10)
+    sys_flag = _digits(_field(fields, names[5]), 10)
+    born = _digits(_field(fields, names[6]), 19)
+    flag = _digits(_field(fields, names[7]), 10)
     if queue_id < 0 or sys_flag < 0 or born < 0 or flag < 0:
         return None
-    value = _field(fields, "j")
+    value = _field(fields, names[9])
     if value is not None:
         reconsume = _digits(value, 10)
         if reconsume < 0:
             return None
-    value = _field(fields, "l")
+    value = _field(fields, names[11])
     if value is not None and _digits(value, 10) < 0:
         return None
-    if _boolean(_field(fields, "k")) < 0 or _boolean(_field(fields, "m")) != 0:
+    if _boolean(_field(fields, names[10])) < 0 or _boolean(_field(fields, names[12])) != 0:
         return None
-    text = _field(fields, "i")
+    text = _field(fields, names[8])
     if text is None:
         text = ""
     elif type(text) is not str:

@@ -1,4 +1,5 @@
-"""A plain single send's stored values, read from its SEND_MESSAGE_V2 header.
+"""A plain single send's stored values, read from its SEND_MESSAGE_V2 header (or its
+SEND_MESSAGE header: the same fields by their long names, as the stock clients send).
 
 Owns: ``py_plain_send_fields``, the reference: what the send processor's general path
 makes of a header (``SendMessageRequestHeader.from_ext_fields_v2``, the properties
@@ -26,14 +27,30 @@ from aiorocketmq.common.properties import MessageConst, string_to_properties
 from aiorocketmq.remoting.broker_headers import SendMessageRequestHeader
 from aiorocketmq.remoting.errors import ProcessorError
 
-__all__ = ["PlainSend", "PlainSendReader", "fields_reader", "py_plain_send_fields"]
+__all__ = [
+    "LONG_NAMES",
+    "V2_NAMES",
+    "PlainSend",
+    "PlainSendReader",
+    "fields_reader",
+    "py_plain_send_fields",
+]
 
 PlainSend = tuple[str, int, int, int, int, int, dict[str, str], str]
 """``(topic, queue_id, sys_flag, born_timestamp, flag, reconsume_times, properties,
 stored_properties)``: the properties map with ``CLUSTER`` added, and the string
 stored (``WAIT`` cut, ``CLUSTER`` appended), as the general path has them."""
 
-PlainSendReader = Callable[[dict[str, str], str, int], PlainSend | None]
+PlainSendReader = Callable[[dict[str, str], str, int, tuple[str, ...]], PlainSend | None]
+
+#: The header fields a reader reads, in Java's order (producerGroup ... batch): the
+#: letters of SEND_MESSAGE_V2, or the long names of SEND_MESSAGE.
+V2_NAMES: Final = tuple("abcdefghijklm")
+LONG_NAMES: Final = (
+    "producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
+    "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes",
+    "batch",
+)  # fmt: skip
 
 #: Names whose presence sends a message the general way.
 _NOT_PLAIN: Final = frozenset(
@@ -47,7 +64,7 @@ _TIMER: Final = "TIMER_"
 
 
 def py_plain_send_fields(
-    fields: Mapping[str, str], cluster: str, max_properties_size: int
+    fields: Mapping[str, str], cluster: str, max_properties_size: int, names: tuple[str, ...]
 ) -> PlainSend | None:
     """The values of a plain single send, or None when it is not one (or its header is
     not readable: the general path then says why).
@@ -57,9 +74,15 @@ def py_plain_send_fields(
         cluster: this broker's ``brokerClusterName``.
         max_properties_size: ``maxPropertiesSize``; properties that may pass it (more
             than a quarter of it in characters) are left to the general path's check.
+        names: ``V2_NAMES`` or ``LONG_NAMES``, the request's kind of header.
     """
+    read = (
+        SendMessageRequestHeader.from_ext_fields
+        if names == LONG_NAMES
+        else SendMessageRequestHeader.from_ext_fields_v2
+    )
     try:
-        header = SendMessageRequestHeader.from_ext_fields_v2(fields)
+        header = read(fields)
     except (ProcessorError, TypeError, ValueError):
         return None
     text = header.properties or ""

@@ -21,7 +21,7 @@ as sent (RocketMQ 5 applies its timer hook to single puts only).
 Batch or not is decided by the header's ``batch`` field, not the request code,
 exactly as Java.
 
-A plain single SEND_MESSAGE_V2 (``broker.plain_send``) to a topic this processor has
+A plain single SEND_MESSAGE_V2 or SEND_MESSAGE (``broker.plain_send``) to a topic this processor has
 seen pass the static checks takes ``_send_plain``: the same checks, message, put and
 reply in fewer steps, from one reader call; everything else, the general path.
 """
@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Final, Protocol, TypeVar
 
 from aiorocketmq.broker.context import BrokerContext
-from aiorocketmq.broker.plain_send import fields_reader
+from aiorocketmq.broker.plain_send import LONG_NAMES, V2_NAMES, fields_reader
 from aiorocketmq.broker.status_map import disk_util_text, put_response
 from aiorocketmq.broker.stored_copy import join_properties, sent_to_stored
 from aiorocketmq.broker.timed_message import TIMER_PROPERTIES
@@ -124,6 +124,13 @@ class TimerHook(Protocol):
         """Park ``msg`` until ``deliver_ms``."""
 
 
+#: The single-send codes the plain lane takes, with the names their headers use.
+_PLAIN_NAMES: Final[dict[int, tuple[str, ...]]] = {
+    RequestCode.SEND_MESSAGE_V2: V2_NAMES,
+    RequestCode.SEND_MESSAGE: LONG_NAMES,
+}
+
+
 class SendProcessor:
     """Handles the three send codes for one broker.
 
@@ -157,8 +164,9 @@ class SendProcessor:
         The reply is returned inline when the store completed the put inline (no file
         to wait for, no flush or replica promise): no coroutine and no task per request.
         """
-        if request.code == RequestCode.SEND_MESSAGE_V2:
-            reply = self._send_plain(conn, request)
+        names = _PLAIN_NAMES.get(request.code)
+        if names is not None:
+            reply = self._send_plain(conn, request, names)
             if reply is not None:
                 return reply
         # Java decodes SEND_BATCH_MESSAGE with the one-letter V2 header too; a 320
@@ -176,7 +184,7 @@ class SendProcessor:
             return _refusal(request, exc)
 
     def _send_plain(
-        self, conn: RemotingConnection, request: RemotingCommand
+        self, conn: RemotingConnection, request: RemotingCommand, names: tuple[str, ...]
     ) -> RemotingCommand | Awaitable[RemotingCommand] | None:
         """The usual single send in fewer steps; None: the general path takes it.
 
@@ -190,7 +198,7 @@ class SendProcessor:
         ctx = self._ctx
         cfg = ctx.config
         plain = self._read_plain(
-            request.ext_fields, cfg.broker_cluster_name, cfg.max_properties_size
+            request.ext_fields, cfg.broker_cluster_name, cfg.max_properties_size, names
         )
         if plain is None:
             return None

@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiorocketmq.broker.plain_send import PlainSendReader, fields_reader, py_plain_send_fields
+from aiorocketmq.broker.plain_send import (
+    LONG_NAMES,
+    V2_NAMES,
+    PlainSendReader,
+    fields_reader,
+    py_plain_send_fields,
+)
 from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip, use_send_kernel
 
 CLUSTER = "DefaultCluster"
@@ -26,6 +32,15 @@ def _fields(properties: str | None = f"{TAGS}\x02{WAIT}", **extra: str) -> dict[
         fields["i"] = properties
     fields.update(extra)
     return fields
+
+
+_LONG = {**dict(zip(V2_NAMES, LONG_NAMES, strict=True)), "n": "brokerName"}
+NAMES = pytest.mark.parametrize("names", [V2_NAMES, LONG_NAMES], ids=["v2", "long"])
+
+
+def _named(fields: dict[str, str], names: tuple[str, ...]) -> dict[str, str]:
+    """``fields`` by SEND_MESSAGE's long names when ``names`` are those."""
+    return fields if names == V2_NAMES else {_LONG.get(k, k): v for k, v in fields.items()}
 
 
 def _reader(implementation: str, monkeypatch: pytest.MonkeyPatch) -> PlainSendReader:
@@ -48,11 +63,14 @@ def _reader(implementation: str, monkeypatch: pytest.MonkeyPatch) -> PlainSendRe
         (WIDE, f"{WIDE}\x02CLUSTER\x01{CLUSTER}"),  # \x01 in a value, non-ASCII
     ],
 )  # fmt: skip
+@NAMES
 def test_the_stored_properties_are_the_general_paths(
-    implementation: str, monkeypatch: pytest.MonkeyPatch, properties: str | None, stored: str
-) -> None:
+    implementation: str, monkeypatch: pytest.MonkeyPatch, properties: str | None, stored: str,
+    names: tuple[str, ...],
+) -> None:  # fmt: skip
     read = _reader(implementation, monkeypatch)
-    got = read(_fields(properties, e="3", f="2", g="1700000000123", h="5", j="2"), CLUSTER, LIMIT)
+    fields = _fields(properties, e="3", f="2", g="1700000000123", h="5", j="2")
+    got = read(_named(fields, names), CLUSTER, LIMIT, names)
     assert got is not None
     assert got[:6] == ("TopicTest", 3, 2, 1_700_000_000_123, 5, 2)
     assert got[7] == stored
@@ -74,10 +92,24 @@ def test_the_stored_properties_are_the_general_paths(
         _fields("K\x01" + "v" * (LIMIT // 4)),  # may pass maxPropertiesSize
     ],
 )
+@NAMES
 def test_not_plain(
-    implementation: str, monkeypatch: pytest.MonkeyPatch, fields: dict[str, str]
-) -> None:
-    assert _reader(implementation, monkeypatch)(fields, CLUSTER, LIMIT) is None
+    implementation: str, monkeypatch: pytest.MonkeyPatch, fields: dict[str, str],
+    names: tuple[str, ...],
+) -> None:  # fmt: skip
+    read = _reader(implementation, monkeypatch)
+    assert read(_named(fields, names), CLUSTER, LIMIT, names) is None
+
+
+def test_a_header_read_by_the_other_kind_of_names_is_not_plain() -> None:
+    """A SEND_MESSAGE with one-letter fields (or the reverse) has none of the names read:
+    the general path answers it, as Java's decoding of that code would."""
+    kernel = kernel_or_skip("aiorocketmq.broker._send_kernels")
+    for read in (py_plain_send_fields, kernel.plain_send_fields):
+        assert read(_fields(), CLUSTER, LIMIT, LONG_NAMES) is None
+        assert read(_named(_fields(), LONG_NAMES), CLUSTER, LIMIT, V2_NAMES) is None
+    with pytest.raises(ValueError, match="13"):
+        kernel.plain_send_fields(_fields(), CLUSTER, LIMIT, ("a", "b"))
 
 
 def test_the_c_twin_declines_what_is_not_in_its_usual_form() -> None:
@@ -89,8 +121,8 @@ def test_the_c_twin_declines_what_is_not_in_its_usual_form() -> None:
         _fields(f"{TAGS}\x02\x02{WAIT}"),  # an empty segment
         _fields(k="TRUE"),  # a boolean Java reads, in an unusual spelling
     ):
-        assert py_plain_send_fields(fields, CLUSTER, LIMIT) is not None, fields
-        assert kernel.plain_send_fields(fields, CLUSTER, LIMIT) is None, fields
+        assert py_plain_send_fields(fields, CLUSTER, LIMIT, V2_NAMES) is not None, fields
+        assert kernel.plain_send_fields(fields, CLUSTER, LIMIT, V2_NAMES) is None, fields
 
 
 _names = st.sampled_from(["TAGS", "KEYS", "WAIT", "UNIQ_KEY", "DELAY", "TIMER_X", "a", ""])
@@ -121,14 +153,15 @@ def _any_fields(draw: st.DrawFn) -> dict[str, str]:
 
 
 @settings(max_examples=600, deadline=None)
-@given(_any_fields(), st.sampled_from([LIMIT, 16, 0]))
+@given(_any_fields(), st.sampled_from([LIMIT, 16, 0]), st.sampled_from([V2_NAMES, LONG_NAMES]))
 def test_the_c_twin_returns_what_the_reference_does_or_declines(
-    fields: dict[str, str], limit: int
+    fields: dict[str, str], limit: int, names: tuple[str, ...]
 ) -> None:
     kernel = kernel_or_skip("aiorocketmq.broker._send_kernels")
-    got = kernel.plain_send_fields(fields, CLUSTER, limit)
+    fields = _named(fields, names)
+    got = kernel.plain_send_fields(fields, CLUSTER, limit, names)
     if got is not None:
-        assert got == py_plain_send_fields(fields, CLUSTER, limit)
+        assert got == py_plain_send_fields(fields, CLUSTER, limit, names)
 
 
 @settings(max_examples=300, deadline=None)
@@ -144,7 +177,9 @@ def test_the_c_twin_takes_every_plain_send_in_its_usual_form(
 ) -> None:
     kernel = kernel_or_skip("aiorocketmq.broker._send_kernels")
     fields = _fields("\x02".join(f"{n}\x01{v}" for n, v in pairs))
-    expected = py_plain_send_fields(fields, CLUSTER, LIMIT)
-    assert kernel.plain_send_fields(fields, CLUSTER, LIMIT) == expected
+    expected = py_plain_send_fields(fields, CLUSTER, LIMIT, V2_NAMES)
+    assert kernel.plain_send_fields(fields, CLUSTER, LIMIT, V2_NAMES) == expected
+    long_fields = _named(fields, LONG_NAMES)
+    assert kernel.plain_send_fields(long_fields, CLUSTER, LIMIT, LONG_NAMES) == expected
     plain = not {"DELAY", "TIMER_X"} & {n for n, _ in pairs}
     assert (expected is not None) is plain

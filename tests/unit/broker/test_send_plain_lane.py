@@ -50,7 +50,9 @@ def _cases() -> list[Case]:
         (v2(b"half", properties="TRAN_MSG\x01true"), False),
         (v2(b"timer", properties="TIMER_DELAY_SEC\x013"), False),
         (v2(b"twice", properties="TAGS\x01a\x02TAGS\x01b"), None),  # the C twin declines
-        (send_request(b"v1", queue_id=2), False),  # SEND_MESSAGE: the long header
+        (send_request(b"v1", queue_id=2), True),  # SEND_MESSAGE: the long header
+        (send_request(b"v1 delay", properties="DELAY\x012"), False),
+        (send_request(b"v1 none", properties=None, sys_flag=8, reconsume_times=1), True),
     ]
 
 
