@@ -28,7 +28,16 @@ KERNELS = [
 
 
 class OptionalBuildExt(build_ext):
-    """``build_ext`` that warns instead of failing when a kernel cannot be compiled."""
+    """``build_ext`` that warns instead of failing when a kernel cannot be compiled.
+
+    The kernels compile in parallel, one per core (``build_ext -j``): built one after
+    another they took ~40 s of a wheel build on a 2-core machine.
+    """
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if self.parallel is None:
+            self.parallel = os.cpu_count() or 1
 
     def run(self) -> None:
         try:
@@ -64,7 +73,14 @@ def _extensions() -> list[object]:
         )
         for path in KERNELS
     ]
-    return list(cythonize(extensions, compiler_directives={"language_level": "3"}, quiet=True))
+    return list(
+        cythonize(
+            extensions,
+            compiler_directives={"language_level": "3"},
+            quiet=True,
+            nthreads=os.cpu_count() or 1,
+        )
+    )
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})
