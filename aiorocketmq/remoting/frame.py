@@ -451,10 +451,6 @@ class _LargeFrame:
         return _command(self._serialize_type, fields, self._body)
 
 
-def _kernels_on() -> bool:
-    return _KERNEL is not None or _JSON_KERNEL is not None
-
-
 def _split_usual(buf: Body, pos: int, max_len: int) -> tuple[list[RemotingCommand], int]:
     """The kernels' commands of the usual frames from ``pos`` on (MSGPACK ones, then
     JSON ones, while either takes a frame), and where they stopped."""
@@ -509,11 +505,22 @@ class FrameDecoder:
         if self._error is not None:
             raise self._error
         try:
-            if not self._buf and self._large is None and _kernels_on():
+            if not self._buf and self._large is None:
                 # The usual read: whole usual frames, nothing held from the last one.
-                run, pos = _split_usual(data, 0, self._max)
-                if pos == len(data):
-                    return run
+                run: list[RemotingCommand] = []
+                pos = 0
+                if _KERNEL is not None:  # our peers' MSGPACK frames: one call
+                    run, pos = _KERNEL.split_msgpack(
+                        data, 0, self._max, RemotingCommand, LANGUAGE_BY_VALUE,
+                        LanguageCode.OTHER, SerializeType.MSGPACK,
+                    )  # fmt: skip
+                    if pos == len(data):
+                        return run
+                if _JSON_KERNEL is not None:  # a stock client's JSON frames
+                    more, pos = _split_usual(data, pos, self._max)
+                    run += more
+                    if pos == len(data):
+                        return run
                 if pos:
                     return run + self._feed(memoryview(data)[pos:])
             return self._feed(data)
@@ -572,7 +579,7 @@ class FrameDecoder:
         view = memoryview(buf)
         try:
             while size - pos >= 4:
-                if _kernels_on():  # a run of usual frames; the rest below
+                if _KERNEL is not None or _JSON_KERNEL is not None:  # usual frames first
                     run, pos = _split_usual(buf, pos, self._max)
                     commands += run
                     if size - pos < 4:
