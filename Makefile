@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-dev
 RUN_STAMP := $(VENV)/.installed-runtime
 PYTEST_ARGS ?=
 # The C kernels (setup.py builds them at install): a changed one re-installs, so it is rebuilt.
-KERNEL_SOURCES := setup.py $(wildcard aiorocketmq/*/_*_kernels.pyx)
+KERNEL_SOURCES := setup.py $(wildcard aiorocketmq/*/_*_kernels.pyx aiorocketmq/*/_*.pxd)
 TEST_WORKERS ?= 2
 # make run's layout, and the name-server addresses its first line prints (read from the
 # layout's manifest, so they follow RUN_LAYOUT).

@@ -17,29 +17,18 @@ msgpack itself.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
-from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.mem cimport PyMem_Free
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcpy
 
-
-cdef extern from "Python.h":
-    object PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
-    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
-
-
-cdef int64_t _INT32_MIN = -2147483648
-cdef int64_t _INT32_MAX = 2147483647
+from aiorocketmq.remoting._kernel_io cimport (
+    PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8, _close_head, _in_int32, _int32, _open_head,
+    _Reader, _reserve, _usual_text, _whole_frame, _Writer,
+)
 
 
 # ------------------------------------------------------------------------ decode
-
-
-cdef struct _Reader:
-    const uint8_t* data
-    Py_ssize_t pos
-    Py_ssize_t end
-    bint bad
 
 
 cdef inline uint32_t _be(_Reader* r, int width) noexcept:
@@ -87,7 +76,7 @@ cdef int64_t _read_int(_Reader* r) noexcept:
     else:  # 64-bit forms, floats, anything else: the reference decides
         r.bad = True
         return 0
-    if value < _INT32_MIN or value > _INT32_MAX:
+    if not _in_int32(value):
         r.bad = True
     return value
 
@@ -207,15 +196,10 @@ cdef tuple _split(const uint8_t* data, Py_ssize_t size, Py_ssize_t pos,
                   serialize_type):
     cdef list commands = []
     cdef int64_t length
-    cdef uint32_t info
     cdef Py_ssize_t header_len, head
-    while size - pos >= 4:
-        length = <int>_word(data + pos)  # a signed int32, as the reference reads it
-        if length < 4 or length + 4 > max_frame_length or pos + 4 + length > size:
-            break
-        info = _word(data + pos + 4)
-        header_len = info & 0xFFFFFF
-        if (info >> 24) != _MSGPACK or 4 + header_len > length:
+    while True:
+        length = _whole_frame(data, size, pos, max_frame_length, _MSGPACK, &header_len)
+        if length < 0:
             break
         head = pos + 8
         fields = _decode(data + head, header_len)
@@ -231,31 +215,7 @@ cdef tuple _split(const uint8_t* data, Py_ssize_t size, Py_ssize_t pos,
     return commands, pos
 
 
-cdef inline uint32_t _word(const uint8_t* p) noexcept:
-    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3]
-
-
 # ------------------------------------------------------------------------ encode
-
-
-cdef struct _Writer:
-    char* out
-    Py_ssize_t size
-    Py_ssize_t cap
-
-
-cdef int _reserve(_Writer* w, Py_ssize_t more) except -1:
-    cdef Py_ssize_t cap = w.cap
-    cdef char* grown
-    if w.size + more <= cap:
-        return 0
-    while cap < w.size + more:
-        cap *= 2
-    grown = <char*>PyMem_Realloc(w.out, cap)
-    if grown == NULL:
-        raise MemoryError()
-    w.out, w.cap = grown, cap
-    return 0
 
 
 cdef inline int _put_be(_Writer* w, int tag, uint32_t value, int width) except -1:
@@ -310,65 +270,40 @@ cdef int _put_str(_Writer* w, str text) except -1:
     return 0
 
 
-cdef inline bint _int32(object x):
-    # IntEnum codes count (msgpack packs them as ints); bool is an int to Python only.
-    return isinstance(x, int) and type(x) is not bool and _INT32_MIN <= x <= _INT32_MAX
-
-
 def encode_msgpack_head(int serialize_type, code, language, version, opaque, flag, remark,
                         dict ext, Py_ssize_t body_length, Py_ssize_t max_frame_length):
     """Length prefix + header info + MSGPACK header of one frame, or None (see above)."""
     cdef _Writer w
-    cdef Py_ssize_t header_len, length
     if not (_int32(code) and _int32(language) and _int32(version) and _int32(opaque)
             and _int32(flag)):
         return None
-    if remark is not None and type(remark) is not str:
+    if not _usual_text(remark, ext):
         return None
-    for key, value in ext.items():
-        if type(key) is not str or type(value) is not str:
-            return None
-    w.cap = 256
-    w.size = 8  # the prefix, written once the header's size is known
-    w.out = <char*>PyMem_Malloc(w.cap)
-    if w.out == NULL:
-        raise MemoryError()
+    _open_head(&w, 256)
     try:
-        try:
-            _put_byte(&w, 0x97)
-            _put_int(&w, code)
-            _put_int(&w, language)
-            _put_int(&w, version)
-            _put_int(&w, opaque)
-            _put_int(&w, flag)
-            if remark is None:
-                _put_byte(&w, 0xC0)
-            else:
-                _put_str(&w, remark)
-            if len(ext) < 16:
-                _put_byte(&w, 0x80 | <int>len(ext))
-            elif len(ext) < 0x10000:
-                _put_be(&w, 0xDE, <uint32_t>len(ext), 2)
-            else:
-                _put_be(&w, 0xDF, <uint32_t>len(ext), 4)
-            for key, value in ext.items():
-                _put_str(&w, key)
-                _put_str(&w, value)
-        except UnicodeEncodeError:  # a lone surrogate: the reference says so in its words
-            return None
-        header_len = w.size - 8
-        length = 4 + header_len + body_length
-        if header_len > 0xFFFFFF or length + 4 > max_frame_length:
-            return None
-        _be_into(w.out, <uint32_t>length)
-        _be_into(w.out + 4, (<uint32_t>serialize_type << 24) | <uint32_t>header_len)
-        return PyBytes_FromStringAndSize(w.out, w.size)
-    finally:
+        _put_byte(&w, 0x97)
+        _put_int(&w, code)
+        _put_int(&w, language)
+        _put_int(&w, version)
+        _put_int(&w, opaque)
+        _put_int(&w, flag)
+        if remark is None:
+            _put_byte(&w, 0xC0)
+        else:
+            _put_str(&w, remark)
+        if len(ext) < 16:
+            _put_byte(&w, 0x80 | <int>len(ext))
+        elif len(ext) < 0x10000:
+            _put_be(&w, 0xDE, <uint32_t>len(ext), 2)
+        else:
+            _put_be(&w, 0xDF, <uint32_t>len(ext), 4)
+        for key, value in ext.items():
+            _put_str(&w, key)
+            _put_str(&w, value)
+    except UnicodeEncodeError:  # a lone surrogate: the reference says so in its words
         PyMem_Free(w.out)
-
-
-cdef inline void _be_into(char* out, uint32_t value) noexcept:
-    out[0] = <char>(value >> 24)
-    out[1] = <char>((value >> 16) & 0xFF)
-    out[2] = <char>((value >> 8) & 0xFF)
-    out[3] = <char>(value & 0xFF)
+        return None
+    except BaseException:
+        PyMem_Free(w.out)
+        raise
+    return _close_head(&w, <uint32_t>serialize_type, body_length, max_frame_length)

@@ -19,25 +19,14 @@ or the error, with its own words. Encoding is byte for byte
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcpy, strlen
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.string cimport strlen
 
-
-cdef extern from "Python.h":
-    object PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
-    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
-
-
-cdef int64_t _INT32_MIN = -2147483648
-cdef int64_t _INT32_MAX = 2147483647
-
-
-cdef struct _Reader:
-    const uint8_t* data
-    Py_ssize_t pos
-    Py_ssize_t end
-    bint bad
+from aiorocketmq.remoting._kernel_io cimport (
+    PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8, _close_head, _in_int32, _int32, _open_head,
+    _put, _Reader, _usual_text, _whole_frame, _Writer,
+)
 
 
 # ------------------------------------------------------------------------ JSON decode
@@ -346,7 +335,7 @@ cdef object _decode_json(const uint8_t* data, Py_ssize_t size, dict values, dict
             else:
                 return None
         else:
-            if _json_int(&r, &number) < 0 or number < _INT32_MIN or number > _INT32_MAX:
+            if _json_int(&r, &number) < 0 or not _in_int32(number):
                 return None
             ints[0 if bit == _K_CODE else 1 if bit == _K_OPAQUE else
                  2 if bit == _K_FLAG else 3] = number
@@ -385,32 +374,20 @@ cdef int _JSON = 0  # SerializeType.JSON, the header-info word's high byte
 
 def split_json(buf, Py_ssize_t pos, Py_ssize_t max_frame_length, cls, dict languages,
                dict language_names, other_language, java_language, serialize_type):
-    """``(commands, pos)``: the commands of the whole frames of ``buf`` from ``pos`` on,
-    while each is a JSON frame whose header has the usual shape, and the position of
-    the first frame not taken.
-
-    It stops at a frame that is cut short, or that the reference must judge: a length
-    outside [4, max_frame_length - 4], another serialize type, a header longer than its
-    frame, or a header ``decode_json_header`` declines. A command is
-    ``cls(code, opaque, flag, language, version, remark, ext, body, serialize_type)``
-    with the body copied into ``bytes``: what ``decode_frame_payload`` gives.
-    """
+    """``_frame_kernels.split_msgpack`` for JSON frames: ``(commands, pos)`` for the run
+    of whole JSON frames from ``pos`` whose headers ``decode_json_header`` takes (with
+    the same language arguments), and where the run stopped."""
     cdef Py_buffer view
     cdef list commands = []
     cdef const uint8_t* data
     cdef int64_t length
-    cdef uint32_t info
     cdef Py_ssize_t header_len, head
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
     try:
         data = <const uint8_t*>view.buf
-        while view.len - pos >= 4:
-            length = <int>_word(data + pos)  # a signed int32, as the reference reads it
-            if length < 4 or length + 4 > max_frame_length or pos + 4 + length > view.len:
-                break
-            info = _word(data + pos + 4)
-            header_len = info & 0xFFFFFF
-            if (info >> 24) != _JSON or 4 + header_len > length:
+        while True:
+            length = _whole_frame(data, view.len, pos, max_frame_length, _JSON, &header_len)
+            if length < 0:
                 break
             head = pos + 8
             fields = _decode_json(data + head, header_len, languages, language_names,
@@ -429,32 +406,7 @@ def split_json(buf, Py_ssize_t pos, Py_ssize_t max_frame_length, cls, dict langu
         PyBuffer_Release(&view)
 
 
-cdef inline uint32_t _word(const uint8_t* p) noexcept:
-    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3]
-
-
 # ------------------------------------------------------------------------ encode
-
-
-cdef struct _Writer:
-    char* out
-    Py_ssize_t size
-    Py_ssize_t cap
-
-
-cdef int _put(_Writer* w, const char* raw, Py_ssize_t n) except -1:
-    cdef Py_ssize_t cap = w.cap
-    cdef char* grown
-    if w.size + n > cap:
-        while cap < w.size + n:
-            cap *= 2
-        grown = <char*>PyMem_Realloc(w.out, cap)
-        if grown == NULL:
-            raise MemoryError()
-        w.out, w.cap = grown, cap
-    memcpy(w.out + w.size, raw, n)
-    w.size += n
-    return 0
 
 
 cdef inline int _lit(_Writer* w, const char* text) except -1:
@@ -517,70 +469,45 @@ cdef int _put_json_str(_Writer* w, str text) except -1:
     return _lit(w, "\"")
 
 
-cdef inline bint _int32(object x):
-    # IntEnum codes count; bool is an int to Python only.
-    return isinstance(x, int) and type(x) is not bool and _INT32_MIN <= x <= _INT32_MAX
-
-
 def encode_json_head(code, str language_name, version, opaque, flag, remark, dict ext,
                      Py_ssize_t body_length, Py_ssize_t max_frame_length):
     """Length prefix + header info + JSON header of one frame, or None (see above)."""
     cdef _Writer w
-    cdef Py_ssize_t header_len, length
     cdef bint first = True
     if not (_int32(code) and _int32(version) and _int32(opaque) and _int32(flag)):
         return None
-    if remark is not None and type(remark) is not str:
+    if not _usual_text(remark, ext):
         return None
-    for key, value in ext.items():
-        if type(key) is not str or type(value) is not str:
-            return None
-    w.cap = 512
-    w.size = 8  # the prefix, written once the header's size is known
-    w.out = <char*>PyMem_Malloc(w.cap)
-    if w.out == NULL:
-        raise MemoryError()
+    _open_head(&w, 512)
     try:
-        try:
-            _lit(&w, "{\"code\":")
-            _put_int(&w, code)
-            if ext:
-                _lit(&w, ",\"extFields\":{")
-                for key, value in ext.items():
-                    if not first:
-                        _lit(&w, ",")
-                    first = False
-                    _put_json_str(&w, key)
-                    _lit(&w, ":")
-                    _put_json_str(&w, value)
-                _lit(&w, "}")
-            _lit(&w, ",\"flag\":")
-            _put_int(&w, flag)
-            _lit(&w, ",\"language\":")
-            _put_json_str(&w, language_name)
-            _lit(&w, ",\"opaque\":")
-            _put_int(&w, opaque)
-            if remark is not None:
-                _lit(&w, ",\"remark\":")
-                _put_json_str(&w, remark)
-            _lit(&w, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":")
-            _put_int(&w, version)
+        _lit(&w, "{\"code\":")
+        _put_int(&w, code)
+        if ext:
+            _lit(&w, ",\"extFields\":{")
+            for key, value in ext.items():
+                if not first:
+                    _lit(&w, ",")
+                first = False
+                _put_json_str(&w, key)
+                _lit(&w, ":")
+                _put_json_str(&w, value)
             _lit(&w, "}")
-        except UnicodeEncodeError:  # a lone surrogate: the reference says so in its words
-            return None
-        header_len = w.size - 8
-        length = 4 + header_len + body_length
-        if header_len > 0xFFFFFF or length + 4 > max_frame_length:
-            return None
-        _be_into(w.out, <uint32_t>length)
-        _be_into(w.out + 4, <uint32_t>header_len)  # serialize type JSON is 0
-        return PyBytes_FromStringAndSize(w.out, w.size)
-    finally:
+        _lit(&w, ",\"flag\":")
+        _put_int(&w, flag)
+        _lit(&w, ",\"language\":")
+        _put_json_str(&w, language_name)
+        _lit(&w, ",\"opaque\":")
+        _put_int(&w, opaque)
+        if remark is not None:
+            _lit(&w, ",\"remark\":")
+            _put_json_str(&w, remark)
+        _lit(&w, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":")
+        _put_int(&w, version)
+        _lit(&w, "}")
+    except UnicodeEncodeError:  # a lone surrogate: the reference says so in its words
         PyMem_Free(w.out)
-
-
-cdef inline void _be_into(char* out, uint32_t value) noexcept:
-    out[0] = <char>(value >> 24)
-    out[1] = <char>((value >> 16) & 0xFF)
-    out[2] = <char>((value >> 8) & 0xFF)
-    out[3] = <char>(value & 0xFF)
+        return None
+    except BaseException:
+        PyMem_Free(w.out)
+        raise
+    return _close_head(&w, 0, body_length, max_frame_length)  # serialize type JSON is 0
