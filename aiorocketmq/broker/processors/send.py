@@ -21,9 +21,10 @@ as sent (RocketMQ 5 applies its timer hook to single puts only).
 Batch or not is decided by the header's ``batch`` field, not the request code,
 exactly as Java.
 
-A plain single SEND_MESSAGE_V2 or SEND_MESSAGE (``broker.plain_send``) to a topic this processor has
-seen pass the static checks takes ``_send_plain``: the same checks, message, put and
-reply in fewer steps, from one reader call; everything else, the general path.
+A plain single SEND_MESSAGE_V2 or SEND_MESSAGE (``broker.plain_send``) to a topic this
+processor has seen pass the static checks takes ``_send_plain``: the same checks,
+message, put and reply in fewer steps, from one reader call; everything else, the
+general path.
 """
 
 from __future__ import annotations
