@@ -24,7 +24,7 @@ from typing import Final
 from aiorocketmq.broker.stored_copy import sent_to_stored
 from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.properties import MessageConst, string_to_properties
-from aiorocketmq.remoting.broker_headers import SendMessageRequestHeader
+from aiorocketmq.remoting.broker_headers import SEND_FIELD_NAMES, SendMessageRequestHeader
 from aiorocketmq.remoting.errors import ProcessorError
 
 __all__ = [
@@ -43,14 +43,10 @@ stored (``WAIT`` cut, ``CLUSTER`` appended), as the general path has them."""
 
 PlainSendReader = Callable[[dict[str, str], str, int, tuple[str, ...]], PlainSend | None]
 
-#: The header fields a reader reads, in Java's order (producerGroup ... batch): the
-#: letters of SEND_MESSAGE_V2, or the long names of SEND_MESSAGE.
-V2_NAMES: Final = tuple("abcdefghijklm")
-LONG_NAMES: Final = (
-    "producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
-    "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes",
-    "batch",
-)  # fmt: skip
+#: The header fields a reader reads, in Java's order (producerGroup ... batch; not
+#: brokerName): the letters of SEND_MESSAGE_V2, or the long names of SEND_MESSAGE.
+V2_NAMES: Final = tuple(letter for _, letter in SEND_FIELD_NAMES[:13])
+LONG_NAMES: Final = tuple(name for name, _ in SEND_FIELD_NAMES[:13])
 
 #: Names whose presence sends a message the general way.
 _NOT_PLAIN: Final = frozenset(

@@ -200,7 +200,6 @@ cdef object _json_ext_value(_Reader* r):
     """An extFields value as the string Java sees; None for null; ``bad`` otherwise."""
     cdef int c = _peek(r)
     cdef int64_t number
-    cdef Py_ssize_t start
     if c == 0x22:
         return _json_str(r)
     if c == 0x74 and _literal(r, "true", 4):
@@ -210,8 +209,7 @@ cdef object _json_ext_value(_Reader* r):
     if c == 0x6E and _literal(r, "null", 4):
         return None
     if c == 0x2D or 0x30 <= c <= 0x39:
-        start = _json_int(r, &number)
-        if start >= 0:
+        if _json_int(r, &number) >= 0:
             return str(number)
     r.bad = True
     return None
@@ -286,7 +284,7 @@ cdef object _decode_json(const uint8_t* data, Py_ssize_t size, dict values, dict
     cdef _Reader r
     cdef int seen = 0, bit, c
     cdef int64_t number
-    cdef int64_t ints[5]  # code, opaque, flag, version; language by value
+    cdef int64_t ints[4]  # code, opaque, flag, version
     r.data, r.pos, r.end, r.bad = data, 0, size, False
     ints[0] = ints[1] = ints[2] = ints[3] = 0
     language = java_language

@@ -30,6 +30,7 @@ from aiorocketmq.remoting.headers import (
 )
 
 __all__ = [
+    "SEND_FIELD_NAMES",
     "ConsumerSendMsgBackRequestHeader",
     "GetConsumerListByGroupRequestHeader",
     "GetEarliestMsgStoretimeRequestHeader",
@@ -70,6 +71,8 @@ _SEND_V2_NAMES: dict[str, str] = {
     "brokerName": "n",
 }
 _SEND_LONG_NAMES: Final = {name: name for name in _SEND_V2_NAMES}
+#: The same, as (long name, letter) pairs in Java's order.
+SEND_FIELD_NAMES: Final = tuple(_SEND_V2_NAMES.items())
 
 
 #: The booleans clients write (the C++ 1.2.x client: "1"/"0"), read as ``ext_bool``

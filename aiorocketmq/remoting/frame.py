@@ -452,22 +452,23 @@ class _LargeFrame:
 
 
 def _split_usual(buf: Body, pos: int, max_len: int) -> tuple[list[RemotingCommand], int]:
-    """The kernels' commands of the usual frames from ``pos`` on (MSGPACK ones, then
-    JSON ones, while either takes a frame), and where they stopped."""
+    """The kernels' commands of the usual frames from ``pos`` on (JSON ones, then
+    MSGPACK ones, while either takes a frame), and where they stopped. JSON first:
+    ``feed`` calls this where the MSGPACK kernel has just stopped."""
     commands: list[RemotingCommand] = []
     size = len(buf)
     while size - pos >= 4:
         start = pos
-        if _KERNEL is not None:
-            run, pos = _KERNEL.split_msgpack(
-                buf, pos, max_len, RemotingCommand, LANGUAGE_BY_VALUE, LanguageCode.OTHER,
-                SerializeType.MSGPACK,
-            )  # fmt: skip
-            commands += run
-        if _JSON_KERNEL is not None and size - pos >= 4:
+        if _JSON_KERNEL is not None:
             run, pos = _JSON_KERNEL.split_json(
                 buf, pos, max_len, RemotingCommand, LANGUAGE_BY_VALUE, LANGUAGE_BY_NAME,
                 LanguageCode.OTHER, LanguageCode.JAVA, SerializeType.JSON,
+            )  # fmt: skip
+            commands += run
+        if _KERNEL is not None and size - pos >= 4:
+            run, pos = _KERNEL.split_msgpack(
+                buf, pos, max_len, RemotingCommand, LANGUAGE_BY_VALUE, LanguageCode.OTHER,
+                SerializeType.MSGPACK,
             )  # fmt: skip
             commands += run
         if pos == start:
