@@ -15,7 +15,8 @@ each role in its own process, with ``HOME`` in the temporary directory:
 4. *consume (push) x1*: a stock PushConsumer (new group, ``*``, ``--threads``
    callback threads) reads the first topic from offset 0 until it has every key.
    Its rate is set by the client: its listener here is Python (a line per message
-   to a file, four C++ threads sharing the GIL), and the C++ core stops pulling a
+   to a file, four C++ threads sharing the GIL; each keeps its Python thread state,
+   see ``cpp_client._keep_thread_state``), and the C++ core stops pulling a
    queue for 1 s whenever more than 1,000 of its messages wait for the listener.
    A second line gives the rate without those stalls (gaps of 0.5 s or more
    between deliveries), and how many there were.

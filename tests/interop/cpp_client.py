@@ -40,6 +40,7 @@ Must not: judge results (the tests do), or run in the test process.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import sys
 import threading
@@ -63,6 +64,26 @@ LOG_FILE_BYTES = 8 * 1024 * 1024
 #: 0.4.4 client (C++ core 1.0.1) stops pulling a queue for 1 s once more than 1,000 of
 #: its messages wait for the listener, so a listener slower than the pulls stalls.
 STALL_S = 0.5
+
+#: Native ids of the C++ threads whose Python thread state is kept (``_keep_thread_state``).
+_KEPT_THREADS: set[int] = set()
+
+
+def _keep_thread_state() -> None:
+    """Keep this C++ callback thread's Python thread state from one call to the next.
+
+    ctypes enters a callback from a thread Python did not start with
+    ``PyGILState_Ensure``, which creates a thread state, and leaves it with
+    ``PyGILState_Release``, which deletes it again: on 3.11 that maps and unmaps
+    the state's 16 KiB frame stack, one ``munmap`` (and a TLB shootdown across
+    the cores) per message. One extra ``Ensure``, never released, keeps the
+    state for the thread's life. The C++ threads end in ``shutdown``, before
+    the interpreter does.
+    """
+    tid = threading.get_native_id()
+    if tid not in _KEPT_THREADS:
+        _KEPT_THREADS.add(tid)
+        ctypes.pythonapi.PyGILState_Ensure()
 
 
 def message_fields(i: int, prefix: str, shards: int) -> tuple[str, str, int, int]:
@@ -186,6 +207,7 @@ class _Recorder:
         self.done = threading.Event()
 
     def __call__(self, msg: Any) -> None:
+        _keep_thread_state()
         if self.work_s:
             # A slow listener (--work-ms), so a backlog exists when a test kills a broker.
             threading.Event().wait(self.work_s)
@@ -229,6 +251,7 @@ def _subscribe_with_retries(consumer: Any, args: argparse.Namespace, recorder: _
     expected_retries = {i for i in range(args.expected) if i % args.retry_every == 0}
 
     def on_message(_consumer: Any, cmsg: Any) -> int:
+        _keep_thread_state()
         msg = RecvMessage(cmsg)
         key, times = _text(msg.keys), int(msg.reconsume_times)
         with recorder.lock:
