@@ -53,7 +53,7 @@ from typing import Any, Generic, TypeVar, cast
 
 from aiorocketmq.client.errors import InvalidArgumentError
 from aiorocketmq.common.message import MessageExt, MessageQueue
-from aiorocketmq.runtime import BlockingExecutor
+from aiorocketmq.runtime.call_threads import CallThreads
 
 __all__ = [
     "ConsumeConcurrentlyContext",
@@ -165,10 +165,10 @@ class ListenerRunner(Generic[S]):
         self.is_async = is_async_listener(listener)
         if self.is_async and threaded:
             raise InvalidArgumentError("an async listener runs on the event loop: threaded=True")
-        self._pool: BlockingExecutor | None = None
+        self._pool: CallThreads | None = None
         if not self.is_async and threaded is not False:
             # Java names these threads ConsumeMessageThread_<n>.
-            self._pool = BlockingExecutor(f"ConsumeMessageThread_{group}", max_workers=threads)
+            self._pool = CallThreads(f"ConsumeMessageThread_{group}", threads)
         self._warned = False
 
     @property
@@ -228,4 +228,4 @@ class ListenerRunner(Generic[S]):
         ``awaitTerminationMillisWhenShutdown`` of 0 does the same).
         """
         if self._pool is not None:
-            await self._pool.shutdown(wait=False)
+            await self._pool.shutdown()

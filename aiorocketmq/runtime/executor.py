@@ -32,7 +32,7 @@ from typing import Any, TypeVar, TypeVarTuple
 
 from aiorocketmq.runtime.lifecycle import ServiceStateError
 
-__all__ = ["BlockingExecutor"]
+__all__ = ["BlockingExecutor", "init_worker_thread"]
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class BlockingExecutor:
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=max_workers,
             thread_name_prefix=name,
-            initializer=_init_worker,
+            initializer=init_worker_thread,
             initargs=(name, nice, idle),
         )
         if prestart:
@@ -205,7 +205,7 @@ def _meet(barrier: threading.Barrier) -> None:
         pass  # a worker busy with earlier work: the rest started anyway
 
 
-def _init_worker(name: str, nice: int, idle: bool = False) -> None:
+def init_worker_thread(name: str, nice: int, idle: bool = False) -> None:
     """A worker's OS thread name and priority (best effort: Linux only, never fatal)."""
     tid = threading.get_native_id()
     if _PRCTL is not None:
