@@ -136,6 +136,20 @@ _FAILURE: dict[type[enum.Enum], enum.Enum] = {
 }
 
 
+_SKIPPED: Any = object()
+"""What ``_listen_unless`` returns when it did not call the listener."""
+
+
+def _listen_unless(
+    skip: Callable[[], bool], listener: Listener, msgs: list[MessageExt], context: object
+) -> object:
+    # On a listener thread: ``skip`` reads loop-side state (a queue dropped by a
+    # rebalance), a plain read that is at worst one call late.
+    if skip():
+        return _SKIPPED
+    return listener(msgs, context)
+
+
 class ListenerRunner(Generic[S]):
     """Runs one consumer's listener where it belongs and reads its answer (module docstring).
 
@@ -191,6 +205,38 @@ class ListenerRunner(Generic[S]):
             )
             return self._status(_FAILURE)
         return self.status_of(result)
+
+    def submit(
+        self,
+        msgs: list[MessageExt],
+        context: object,
+        done: Callable[[S], None],
+        skip: Callable[[], bool],
+    ) -> None:
+        """Run a threaded listener with no coroutine per call: ``done(status)`` runs on
+        the loop once it answered (``call``'s answer), unless ``skip()``, asked on the
+        listener's thread just before, was true (then neither runs).
+
+        Raises:
+            ServiceStateError: after ``shutdown``.
+        """
+        if self._pool is None:
+            raise TypeError("submit is for a threaded listener")
+
+        def finish(ok: bool, value: object) -> None:
+            if value is _SKIPPED:
+                return
+            if ok:
+                done(self.status_of(value))
+                return
+            log.error(
+                "listener raised: the messages will be consumed again group=%s",
+                self.group,
+                exc_info=cast(BaseException, value),
+            )
+            done(self._status(_FAILURE))
+
+        self._pool.submit(_listen_unless, (skip, self.listener, msgs, context), finish)
 
     def status_of(self, result: object) -> S:
         """The status a listener's return value stands for (module docstring's table)."""

@@ -15,11 +15,14 @@ Here:
 - results go into a second deque, and only the first result since the loop last
   looked schedules a delivery: one wakeup of the loop resolves every future
   finished meanwhile;
-- while calls wait, the loop looks every ``wait_s`` (2 ms): if no call finished
+- ``submit`` takes a callback instead of a future, for a caller with many calls
+  (the consume service) that need not suspend a coroutine for each;
+- while calls wait, the loop looks every ``wait_s`` (5 ms, the GIL's switch interval:
+  a worker waiting for the GIL gets it within that time): if no call finished
   since its last look, the awake workers are held by calls that block (a database
   call, ``time.sleep``), and one more worker is woken or started, up to
   ``max_workers``. Blocking calls still overlap up to the pool's size, reached a
-  few ms later than a worker-per-call pool would reach it (10 threads: ~20 ms).
+  few ms later than a worker-per-call pool would reach it (10 threads: ~50 ms).
 
 A call whose awaiting coroutine was cancelled before a worker took it never runs
 (as ``ThreadPoolExecutor``'s future, cancelled through ``wrap_future``). Threads are
@@ -38,7 +41,7 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Final, TypeVar, TypeVarTuple
+from typing import Any, Final, TypeAlias, TypeVar, TypeVarTuple
 
 from aiorocketmq.runtime.executor import init_worker_thread
 from aiorocketmq.runtime.lifecycle import ServiceStateError
@@ -50,11 +53,13 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 Ts = TypeVarTuple("Ts")
 
-_WAIT_S: Final = 0.002
+_WAIT_S: Final = 0.005
 """How often the loop looks whether queued calls wait behind blocking ones."""
 
-# A queued call: the function, its arguments, the loop's future.
-_Call = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.Future[Any]"]
+# Where a call's result goes: ``run``'s future, or ``submit``'s callback.
+_Sink: TypeAlias = "asyncio.Future[Any] | Callable[[bool, Any], None]"
+# A queued call: the function, its arguments, its sink.
+_Call: TypeAlias = tuple[Callable[..., Any], tuple[Any, ...], _Sink]
 
 
 class CallThreads:
@@ -84,7 +89,7 @@ class CallThreads:
         self._wait_s = wait_s
         self._lock = threading.Lock()
         self._calls: deque[_Call] = deque()
-        self._done: deque[tuple[asyncio.Future[Any], bool, Any]] = deque()
+        self._done: deque[tuple[_Sink, bool, Any]] = deque()
         self._wakeups: queue.SimpleQueue[bool] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         # Under _lock: workers not waiting for a wakeup, workers waiting for one,
@@ -111,14 +116,33 @@ class CallThreads:
             asyncio.CancelledError: ``shutdown`` dropped the call before it started.
             Exception: whatever ``fn`` raised, unchanged.
         """
+        loop = self._loop or asyncio.get_running_loop()
+        future: asyncio.Future[R] = loop.create_future()
+        self._queue(fn, args, future)
+        return await future
+
+    def submit(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], done: Callable[[bool, Any], None]
+    ) -> None:
+        """Queue ``fn(*args)`` without a future: ``done(True, result)`` or
+        ``done(False, exception)`` runs on the loop once it returned or raised (in a
+        delivery with others). For a caller with many calls and no coroutine to
+        suspend per call. A call ``shutdown`` drops gets no ``done``. Call it on the
+        loop's thread.
+
+        Raises:
+            ServiceStateError: after ``shutdown``.
+        """
+        self._queue(fn, args, done)
+
+    def _queue(self, fn: Callable[..., Any], args: tuple[Any, ...], sink: _Sink) -> None:
         if self._closed:
             raise ServiceStateError(f"call threads {self.name!r} are shut down")
         loop = self._loop
         if loop is None:
             loop = self._loop = asyncio.get_running_loop()
-        future: asyncio.Future[R] = loop.create_future()
         with self._lock:
-            self._calls.append((fn, args, future))
+            self._calls.append((fn, args, sink))
             wake = start = False
             if self._awake == 0:  # nobody will take it: wake or start one worker
                 self._awake += 1
@@ -134,7 +158,6 @@ class CallThreads:
             self._start_thread()
         if self._check is None:
             self._check = loop.call_later(self._wait_s, self._check_waiting)
-        return await future
 
     async def shutdown(self) -> None:
         """Stop: queued calls are dropped (their futures cancelled); running ones finish
@@ -149,8 +172,9 @@ class CallThreads:
         with self._lock:
             dropped = list(self._calls)
             self._calls.clear()
-        for _fn, _args, future in dropped:
-            future.cancel()
+        for _fn, _args, sink in dropped:
+            if isinstance(sink, asyncio.Future):
+                sink.cancel()
         for _ in self._threads:
             self._wakeups.put(False)
 
@@ -191,13 +215,15 @@ class CallThreads:
         self.deliveries += 1
         done = self._done
         while done:
-            future, ok, value = done.popleft()
-            if future.cancelled():
+            sink, ok, value = done.popleft()
+            if not isinstance(sink, asyncio.Future):
+                sink(ok, value)
+            elif sink.cancelled():
                 continue  # its caller gave up; a result nobody reads
-            if ok:
-                future.set_result(value)
+            elif ok:
+                sink.set_result(value)
             else:
-                future.set_exception(value)
+                sink.set_exception(value)
 
     def _start_thread(self) -> None:
         thread = threading.Thread(
@@ -221,13 +247,14 @@ class CallThreads:
                 if not self._wakeups.get():
                     return  # shutdown
                 continue
-            fn, args, future = call
-            if future.cancelled():  # a read of its state: the loop may cancel it meanwhile
+            fn, args, sink = call
+            # A read of a future's state: the loop may cancel it meanwhile.
+            if isinstance(sink, asyncio.Future) and sink.cancelled():
                 continue
             try:
-                done.append((future, True, fn(*args)))
+                done.append((sink, True, fn(*args)))
             except BaseException as exc:  # the caller's to handle, as ThreadPoolExecutor's
-                done.append((future, False, exc))
+                done.append((sink, False, exc))
             with lock:
                 self._finished += 1
                 if self._delivering:

@@ -155,3 +155,41 @@ def test_bad_arguments_are_refused() -> None:
         CallThreads("x", 0)
     with pytest.raises(ValueError, match="name"):
         CallThreads("", 1)
+
+
+async def test_submit_calls_back_on_the_loop_and_not_for_dropped_calls() -> None:
+    pool = CallThreads("calls-submit", 1)
+    loop_thread = threading.get_ident()
+    release, started = threading.Event(), threading.Event()
+    got: list[tuple[bool, object, bool]] = []
+    all_back = asyncio.Event()
+    error = KeyError("k")
+
+    def back(ok: bool, value: object) -> None:
+        got.append((ok, value, threading.get_ident() == loop_thread))
+        if len(got) == 2:
+            all_back.set()
+
+    def hold() -> str:
+        started.set()
+        assert release.wait(TIMEOUT_S)
+        return "held"
+
+    def broken() -> None:
+        raise error
+
+    try:
+        pool.submit(str.upper, ("a",), back)
+        pool.submit(broken, (), back)
+        await wait_until(all_back, timeout=TIMEOUT_S, what="two results back")
+        pool.submit(hold, (), back)
+        await wait_until(started.is_set, timeout=TIMEOUT_S, what="the worker busy")
+        pool.submit(str.upper, ("dropped",), back)  # queued behind it, then dropped
+    finally:
+        await pool.shutdown()
+        release.set()
+    assert got[:2] == [(True, "A", True), (False, error, True)]
+    with pytest.raises(ServiceStateError):
+        pool.submit(str.upper, ("late",), back)
+    # The running call's result may still come back; the dropped one's never does.
+    assert all(value != "DROPPED" for _ok, value, _on_loop in got)

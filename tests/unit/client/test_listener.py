@@ -12,6 +12,7 @@ import functools
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -22,6 +23,7 @@ from aiorocketmq.client import (
     MessageExt,
 )
 from aiorocketmq.client.listener import ListenerRunner, is_async_listener
+from tests.support.wait import wait_until
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
@@ -156,3 +158,41 @@ async def test_async_listener_detection_and_threaded_true_refused() -> None:
     assert not is_async_listener(lambda msgs, ctx: None)
     with pytest.raises(InvalidArgumentError, match="event loop"):
         concurrent(functools.partial(handler, extra=1), threaded=True)
+
+
+async def test_submit_answers_by_callback_and_skips_when_asked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls: list[str] = []
+
+    def listener(msgs: list[MessageExt], ctx: object) -> object:
+        calls.append(str(ctx))
+        if ctx == "raise":
+            raise RuntimeError("listener bug")
+        return LATER if ctx == "later" else None
+
+    runner = concurrent(listener)
+    answers: dict[str, ConsumeConcurrentlyStatus] = {}
+    every = asyncio.Event()
+
+    def done_for(ctx: str) -> Callable[[ConsumeConcurrentlyStatus], None]:
+        def done(status: ConsumeConcurrentlyStatus) -> None:
+            answers[ctx] = status
+            if len(answers) == 3:
+                every.set()
+
+        return done
+
+    try:
+        with caplog.at_level(logging.ERROR, "aiorocketmq.client.listener"):
+            runner.submit([], "skipped", done_for("skipped"), lambda: True)
+            for ctx in ("ok", "later", "raise"):
+                runner.submit([], ctx, done_for(ctx), lambda: False)
+            await wait_until(every, timeout=10, what="three answers")
+    finally:
+        await runner.shutdown()
+    assert answers == {"ok": OK, "later": LATER, "raise": LATER}
+    assert "skipped" not in calls  # neither the listener nor done ran for it
+    assert any("listener raised" in r.getMessage() for r in caplog.records)
+    with pytest.raises(TypeError, match="threaded"):
+        concurrent(listener, threaded=False).submit([], "x", done_for("x"), lambda: False)
