@@ -97,7 +97,8 @@ async def consume(namesrv: str, broker: cb.Server, kind: str, count: int) -> str
         seconds = time.perf_counter() - started
         broker_s, client_s = broker.cpu_s() - broker0, client_cpu_s() - client0
     cores = (broker_s / seconds, client_s / seconds)
-    saturated = [side for side, c in zip(("broker", "client"), cores, strict=True) if c >= SATURATED]
+    sides = zip(("broker", "client"), cores, strict=True)
+    saturated = [side for side, used in sides if used >= SATURATED]
     per_msg = f"broker {broker_s / count * 1e6:5.1f} client {client_s / count * 1e6:5.1f}"
     return (
         f"{kind:<22} {count / seconds:>9,.0f} msgs/s | CPU µs/msg {per_msg}"
