@@ -217,7 +217,10 @@ class CallThreads:
         while done:
             sink, ok, value = done.popleft()
             if not isinstance(sink, asyncio.Future):
-                sink(ok, value)
+                try:
+                    sink(ok, value)
+                except Exception:  # one caller's bug must not strand the others' results
+                    log.exception("call threads %s: a result's callback raised", self.name)
             elif sink.cancelled():
                 continue  # its caller gave up; a result nobody reads
             elif ok:

@@ -6,6 +6,7 @@ Real threads and a real loop; the tests wait on events and conditions, never on 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 
 import pytest
@@ -193,3 +194,34 @@ async def test_submit_calls_back_on_the_loop_and_not_for_dropped_calls() -> None
         pool.submit(str.upper, ("late",), back)
     # The running call's result may still come back; the dropped one's never does.
     assert all(value != "DROPPED" for _ok, value, _on_loop in got)
+
+
+async def test_a_callback_that_raises_does_not_strand_the_other_results(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pool = CallThreads("calls-cb", 1)
+    release = threading.Event()
+    got: list[object] = []
+    both = asyncio.Event()
+
+    def bad(ok: bool, value: object) -> None:
+        raise RuntimeError("caller bug")
+
+    def good(ok: bool, value: object) -> None:
+        got.append(value)
+        both.set()
+
+    def first() -> str:
+        assert release.wait(TIMEOUT_S)
+        return "first"
+
+    try:
+        with caplog.at_level(logging.ERROR, "aiorocketmq.runtime.call_threads"):
+            pool.submit(first, (), bad)
+            pool.submit(str, ("second",), good)  # queued: both finish before the loop looks
+            release.set()
+            await wait_until(both, timeout=TIMEOUT_S, what="the second result")
+    finally:
+        await pool.shutdown()
+    assert got == ["second"]
+    assert any("callback raised" in r.getMessage() for r in caplog.records)
