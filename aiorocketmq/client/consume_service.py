@@ -71,6 +71,10 @@ SEND_BACK_TIMEOUT_MS = 5_000
 SUBMIT_LATER_S = 5.0
 """A batch that could not be sent back is consumed again this much later (Java: 5 s)."""
 
+RUN_AHEAD_MESSAGES = 32
+"""An orderly queue's messages a threaded listener is given in one trip to its threads,
+one batch per call as ever (Java's orderly consume takes one batch per request)."""
+
 MAX_TIME_CONSUME_CONTINUOUSLY_S = 60.0
 """An orderly consume yields after this long (``rocketmq.client.maxTimeConsumeContinuously``)."""
 
@@ -370,6 +374,10 @@ class OrderlyConsumeService:
             if time.monotonic() - started > MAX_TIME_CONSUME_CONTINUOUSLY_S:
                 self._spawn(pq, mq, 0.01)
                 return
+            if self.runner.threaded:
+                if not await self._consume_run(pq, mq):
+                    return
+                continue
             msgs = pq.take_messages(max(1, self.host.consume_message_batch_max_size))
             if not msgs:
                 return
@@ -385,6 +393,48 @@ class OrderlyConsumeService:
                 return
             if not await self._process_result(status, context, msgs, pq, mq):
                 return
+
+    async def _consume_run(self, pq: ProcessQueue, mq: MessageQueue) -> bool:
+        """A threaded listener's next batches of ``mq`` (up to ``RUN_AHEAD_MESSAGES``),
+        called one after the other in one trip to its threads (``call_run``): what
+        succeeded is committed, what did not run goes back, and a failed batch is
+        answered as one call's would be. True to go on."""
+        size = max(1, self.host.consume_message_batch_max_size)
+        batches: list[list[MessageExt]] = []
+        while len(batches) < max(1, RUN_AHEAD_MESSAGES // size):
+            msgs = pq.take_messages(size)
+            if msgs:
+                batches.append(msgs)
+            if len(msgs) < size:  # the queue is empty: leave the next take to the loop
+                break
+        if not batches:
+            return False
+        for msgs in batches:
+            reset_retry_topic(msgs, self.host.group)
+            mark_consume_start(msgs)
+        contexts = [ConsumeOrderlyContext(mq) for _ in batches]
+        runs = await self.runner.call_run(
+            list(zip(batches, contexts, strict=True)),
+            lambda: not pq.dropped and self._lock_ok(pq) and self.host.is_running(),
+        )
+        stats, group = self.host.stats, self.host.group
+        for _status, ms in runs:
+            stats.inc_consume_rt(group, mq.topic, ms)
+        if pq.dropped:
+            return False
+        done = 0
+        while done < len(runs) and runs[done][0] is ConsumeOrderlyStatus.SUCCESS:
+            done += 1
+        pq.make_message_to_consume_again(m for msgs in batches[done:] for m in msgs)
+        if done:
+            stats.inc_consume_ok(group, mq.topic, sum(len(msgs) for msgs in batches[:done]))
+            offset = pq.commit()
+            if offset >= 0:
+                self.host.offset_store.update_offset(mq, offset, increase_only=False)
+        if done == len(runs):
+            return True  # all ran, or ``go_on`` stopped the run: the loop checks again
+        failed = pq.take_messages(len(batches[done]))  # the same messages, smallest first
+        return await self._process_result(runs[done][0], contexts[done], failed, pq, mq)
 
     async def _try_lock_later(self, pq: ProcessQueue, mq: MessageQueue, delay_s: float) -> None:
         """Try the broker lock again soon; consume again at once if it was taken."""

@@ -44,11 +44,14 @@ Must not: pull, commit offsets or send messages back (the consume services do).
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import inspect
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, TypeVar, cast
 
 from aiorocketmq.client.errors import InvalidArgumentError
@@ -150,6 +153,11 @@ def _listen_unless(
     return listener(msgs, context)
 
 
+def _answered(done: Callable[[S], None], answering: asyncio.Future[S]) -> None:
+    if not answering.cancelled():  # cancelled: the consumer shut down
+        done(answering.result())
+
+
 class ListenerRunner(Generic[S]):
     """Runs one consumer's listener where it belongs and reads its answer (module docstring).
 
@@ -184,6 +192,7 @@ class ListenerRunner(Generic[S]):
             # Java names these threads ConsumeMessageThread_<n>.
             self._pool = CallThreads(f"ConsumeMessageThread_{group}", threads)
         self._warned = False
+        self._answering: set[asyncio.Future[S]] = set()  # awaitables a def listener returned
 
     @property
     def threaded(self) -> bool:
@@ -206,6 +215,59 @@ class ListenerRunner(Generic[S]):
             return self._status(_FAILURE)
         return self.status_of(result)
 
+    async def call_run(
+        self, batches: list[tuple[list[MessageExt], object]], go_on: Callable[[], bool]
+    ) -> list[tuple[S, float]]:
+        """Consecutive calls of a threaded listener in one trip to its threads (an
+        orderly queue's next batches): ``listener(msgs, context)`` for each batch in
+        order, stopping before a batch when ``go_on()`` (asked on the listener's
+        thread) is false, and after the first answer that is not success or a raise.
+
+        Returns:
+            ``(status, ms)`` of each batch that ran, in order: its answer as ``call``
+            reads it, and how long the listener took.
+        """
+        if self._pool is None:
+            raise TypeError("call_run is for a threaded listener")
+        runs = await self._pool.run(self._listen_run, batches, go_on)
+        return [(await self._answer(ok, value), ms) for ok, value, ms in runs]
+
+    async def _answer(self, ok: bool, value: object) -> S:
+        """A threaded call's outcome as its status (``call``'s reading)."""
+        if ok and inspect.isawaitable(value):  # a def listener that returned one
+            try:
+                return self.status_of(await value)
+            except Exception as exc:
+                return self._raised(exc)
+        return self.status_of(value) if ok else self._raised(cast(BaseException, value))
+
+    def _raised(self, exc: BaseException) -> S:
+        log.error(
+            "listener raised: the messages will be consumed again group=%s",
+            self.group,
+            exc_info=exc,
+        )
+        return self._status(_FAILURE)
+
+    def _listen_run(
+        self, batches: list[tuple[list[MessageExt], object]], go_on: Callable[[], bool]
+    ) -> list[tuple[bool, object, float]]:
+        # On a listener thread. ``status_of`` only reads (and may warn once).
+        success = self._status(_SUCCESS)
+        runs: list[tuple[bool, object, float]] = []
+        for msgs, context in batches:
+            if not go_on():
+                break
+            began = time.monotonic()
+            try:
+                value, ok = self.listener(msgs, context), True
+            except Exception as exc:
+                value, ok = exc, False
+            runs.append((ok, value, (time.monotonic() - began) * 1000))
+            if not ok or inspect.isawaitable(value) or self.status_of(value) is not success:
+                break
+        return runs
+
     def submit(
         self,
         msgs: list[MessageExt],
@@ -226,15 +288,13 @@ class ListenerRunner(Generic[S]):
         def finish(ok: bool, value: object) -> None:
             if value is _SKIPPED:
                 return
-            if ok:
-                done(self.status_of(value))
+            if ok and inspect.isawaitable(value):  # ``lambda msgs, ctx: handle(msgs)``
+                answering = asyncio.ensure_future(self._answer(ok, value))
+                self._answering.add(answering)
+                answering.add_done_callback(self._answering.discard)
+                answering.add_done_callback(partial(_answered, done))
                 return
-            log.error(
-                "listener raised: the messages will be consumed again group=%s",
-                self.group,
-                exc_info=cast(BaseException, value),
-            )
-            done(self._status(_FAILURE))
+            done(self.status_of(value) if ok else self._raised(cast(BaseException, value)))
 
         self._pool.submit(_listen_unless, (skip, self.listener, msgs, context), finish)
 
@@ -273,5 +333,7 @@ class ListenerRunner(Generic[S]):
         messages stay uncommitted and are consumed again (Java's default
         ``awaitTerminationMillisWhenShutdown`` of 0 does the same).
         """
+        for answering in list(self._answering):
+            answering.cancel()
         if self._pool is not None:
             await self._pool.shutdown()

@@ -196,3 +196,61 @@ async def test_submit_answers_by_callback_and_skips_when_asked(
     assert any("listener raised" in r.getMessage() for r in caplog.records)
     with pytest.raises(TypeError, match="threaded"):
         concurrent(listener, threaded=False).submit([], "x", done_for("x"), lambda: False)
+
+
+async def test_a_def_listener_returning_an_awaitable_is_awaited_on_the_loop() -> None:
+    # ``lambda msgs, ctx: handle(msgs)`` is a def: it runs on a thread, and what it
+    # returns is awaited on the loop, as ``call`` does.
+    handled: list[str] = []
+
+    async def handle(ctx: str) -> object:
+        handled.append(ctx)
+        return LATER if ctx == "later" else None
+
+    runner = concurrent(lambda msgs, ctx: handle(ctx))
+    answers: dict[str, ConsumeConcurrentlyStatus] = {}
+    both = asyncio.Event()
+
+    def done_for(ctx: str) -> Callable[[ConsumeConcurrentlyStatus], None]:
+        def done(status: ConsumeConcurrentlyStatus) -> None:
+            answers[ctx] = status
+            if len(answers) == 2:
+                both.set()
+
+        return done
+
+    try:
+        for ctx in ("ok", "later"):
+            runner.submit([], ctx, done_for(ctx), lambda: False)
+        await wait_until(both, timeout=10, what="both answers")
+    finally:
+        await runner.shutdown()
+    assert answers == {"ok": OK, "later": LATER} and sorted(handled) == ["later", "ok"]
+
+
+async def test_call_run_stops_after_the_first_failure_and_when_told() -> None:
+    calls: list[str] = []
+    stop = threading.Event()
+
+    def listener(msgs: list[MessageExt], ctx: object) -> object:
+        calls.append(str(ctx))
+        if ctx == "stop-after":
+            stop.set()
+        if ctx == "raise":
+            raise RuntimeError("listener bug")
+        return SUSPEND if ctx == "suspend" else None
+
+    runner = orderly(listener)
+    try:
+        ran = await runner.call_run([([], c) for c in ("a", "suspend", "b")], lambda: True)
+        raised = await runner.call_run([([], c) for c in ("c", "raise", "d")], lambda: True)
+        told = await runner.call_run(
+            [([], c) for c in ("e", "stop-after", "f")], lambda: not stop.is_set()
+        )
+    finally:
+        await runner.shutdown()
+    assert [status for status, _ms in ran] == [SUCCESS, SUSPEND]
+    assert [status for status, _ms in raised] == [SUCCESS, SUSPEND]
+    assert [status for status, _ms in told] == [SUCCESS, SUCCESS]
+    assert calls == ["a", "suspend", "c", "raise", "e", "stop-after"]  # b, d, f never ran
+    assert all(ms >= 0 for _status, ms in ran + raised + told)
