@@ -11,7 +11,10 @@ listener call, pulls of 32):
 - ``async def``: an ``async def`` listener, run on the event loop;
 - ``def``: a plain ``def`` listener, run on the consumer's listener threads (the
   default for ``def``: a listener that blocks stalls only its thread);
-- ``def, threaded=False``: the same ``def`` listener on the event loop.
+- ``def, threaded=False``: the same ``def`` listener on the event loop;
+- ``orderly async def`` and ``orderly def``: the first two, registered with
+  ``orderly=True`` (each queue consumed in offset order, one call at a time, under
+  the broker's queue lock).
 
 Each listener reads every message's body and key and answers success, as an
 application would. The rate is from the consumer's start to its last message
@@ -44,6 +47,7 @@ from aiorocketmq.client.config import ProducerConfig, PushConsumerConfig
 TOPIC = "PushBench"
 BATCH = 64
 SATURATED = 0.85
+KINDS = ("async def", "def", "def, threaded=False", "orderly async def", "orderly def")
 
 
 def client_cpu_s() -> float:
@@ -84,13 +88,16 @@ async def consume(namesrv: str, broker: cb.Server, kind: str, count: int) -> str
         "async def": (async_listener, None),
         "def": (def_listener, None),
         "def, threaded=False": (def_listener, False),
+        "orderly async def": (async_listener, None),
+        "orderly def": (def_listener, None),
     }
     listener, threaded = listeners[kind]
     config = PushConsumerConfig(consume_from_where="CONSUME_FROM_FIRST_OFFSET")
     group = "PushBench_" + kind.replace(" ", "").replace(",", "_").replace("=", "_")
     consumer = PushConsumer(group, namesrv, config=config)
     consumer.subscribe(TOPIC, "*")
-    consumer.register_message_listener(listener, threaded=threaded)
+    orderly = kind.startswith("orderly")
+    consumer.register_message_listener(listener, threaded=threaded, orderly=orderly)
     broker0, client0, started = broker.cpu_s(), client_cpu_s(), time.perf_counter()
     async with consumer:
         await asyncio.wait_for(all_read.wait(), 600)
@@ -124,7 +131,7 @@ async def bench(root: Path, count: int) -> None:
         )  # fmt: skip
         await cb.create_topic(broker.addr, namesrv.addr, TOPIC)
         await produce(namesrv.addr, count)
-        for kind in ("async def", "def", "def, threaded=False"):
+        for kind in KINDS:
             print(await consume(namesrv.addr, broker, kind, count), flush=True)
     finally:
         codes = [server.stop() for server in (broker, namesrv) if server is not None]
