@@ -160,6 +160,23 @@ async def test_async_listener_detection_and_threaded_true_refused() -> None:
         concurrent(functools.partial(handler, extra=1), threaded=True)
 
 
+class Answers:
+    """``submit``'s callbacks, one per context, and an event once ``expected`` came."""
+
+    def __init__(self, expected: int) -> None:
+        self.by_context: dict[str, ConsumeConcurrentlyStatus] = {}
+        self.all_came = asyncio.Event()
+        self._expected = expected
+
+    def done_for(self, ctx: str) -> Callable[[ConsumeConcurrentlyStatus], None]:
+        def done(status: ConsumeConcurrentlyStatus) -> None:
+            self.by_context[ctx] = status
+            if len(self.by_context) == self._expected:
+                self.all_came.set()
+
+        return done
+
+
 async def test_submit_answers_by_callback_and_skips_when_asked(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -172,30 +189,20 @@ async def test_submit_answers_by_callback_and_skips_when_asked(
         return LATER if ctx == "later" else None
 
     runner = concurrent(listener)
-    answers: dict[str, ConsumeConcurrentlyStatus] = {}
-    every = asyncio.Event()
-
-    def done_for(ctx: str) -> Callable[[ConsumeConcurrentlyStatus], None]:
-        def done(status: ConsumeConcurrentlyStatus) -> None:
-            answers[ctx] = status
-            if len(answers) == 3:
-                every.set()
-
-        return done
-
+    answers = Answers(3)
     try:
         with caplog.at_level(logging.ERROR, "aiorocketmq.client.listener"):
-            runner.submit([], "skipped", done_for("skipped"), lambda: True)
+            runner.submit([], "skipped", answers.done_for("skipped"), lambda: True)
             for ctx in ("ok", "later", "raise"):
-                runner.submit([], ctx, done_for(ctx), lambda: False)
-            await wait_until(every, timeout=10, what="three answers")
+                runner.submit([], ctx, answers.done_for(ctx), lambda: False)
+            await wait_until(answers.all_came, timeout=10, what="three answers")
     finally:
         await runner.shutdown()
-    assert answers == {"ok": OK, "later": LATER, "raise": LATER}
+    assert answers.by_context == {"ok": OK, "later": LATER, "raise": LATER}
     assert "skipped" not in calls  # neither the listener nor done ran for it
     assert any("listener raised" in r.getMessage() for r in caplog.records)
     with pytest.raises(TypeError, match="threaded"):
-        concurrent(listener, threaded=False).submit([], "x", done_for("x"), lambda: False)
+        concurrent(listener, threaded=False).submit([], "x", answers.done_for("x"), lambda: False)
 
 
 async def test_a_def_listener_returning_an_awaitable_is_awaited_on_the_loop() -> None:
@@ -208,24 +215,15 @@ async def test_a_def_listener_returning_an_awaitable_is_awaited_on_the_loop() ->
         return LATER if ctx == "later" else None
 
     runner = concurrent(lambda msgs, ctx: handle(ctx))
-    answers: dict[str, ConsumeConcurrentlyStatus] = {}
-    both = asyncio.Event()
-
-    def done_for(ctx: str) -> Callable[[ConsumeConcurrentlyStatus], None]:
-        def done(status: ConsumeConcurrentlyStatus) -> None:
-            answers[ctx] = status
-            if len(answers) == 2:
-                both.set()
-
-        return done
-
+    answers = Answers(2)
     try:
         for ctx in ("ok", "later"):
-            runner.submit([], ctx, done_for(ctx), lambda: False)
-        await wait_until(both, timeout=10, what="both answers")
+            runner.submit([], ctx, answers.done_for(ctx), lambda: False)
+        await wait_until(answers.all_came, timeout=10, what="both answers")
     finally:
         await runner.shutdown()
-    assert answers == {"ok": OK, "later": LATER} and sorted(handled) == ["later", "ok"]
+    assert answers.by_context == {"ok": OK, "later": LATER}
+    assert sorted(handled) == ["later", "ok"]
 
 
 async def test_call_run_stops_after_the_first_failure_and_when_told() -> None:
