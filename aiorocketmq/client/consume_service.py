@@ -197,6 +197,8 @@ class ConcurrentConsumeService:
         a pull of 32 messages costs the loop no task switch per message. Only a batch
         to send back (RECONSUME_LATER, clustering) gets a task."""
         assert self.runner is not None
+        if self._stopped:
+            return  # a pull that lands during shutdown: consumed again after a restart
         context = ConsumeConcurrentlyContext(mq)
         reset_retry_topic(msgs, self.host.group)
         mark_consume_start(msgs)
@@ -411,12 +413,15 @@ class OrderlyConsumeService:
             return False
         for msgs in batches:
             reset_retry_topic(msgs, self.host.group)
-            mark_consume_start(msgs)
         contexts = [ConsumeOrderlyContext(mq) for _ in batches]
-        runs = await self.runner.call_run(
-            list(zip(batches, contexts, strict=True)),
-            lambda: not pq.dropped and self._lock_ok(pq) and self.host.is_running(),
-        )
+
+        def before(msgs: list[MessageExt]) -> bool:  # on the listener's thread
+            if pq.dropped or not self._lock_ok(pq) or not self.host.is_running():
+                return False
+            mark_consume_start(msgs)  # as each call starts, not as the run was taken
+            return True
+
+        runs = await self.runner.call_run(list(zip(batches, contexts, strict=True)), before)
         stats, group = self.host.stats, self.host.group
         for _status, ms in runs:
             stats.inc_consume_rt(group, mq.topic, ms)

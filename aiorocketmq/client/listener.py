@@ -216,11 +216,13 @@ class ListenerRunner(Generic[S]):
         return self.status_of(result)
 
     async def call_run(
-        self, batches: list[tuple[list[MessageExt], object]], go_on: Callable[[], bool]
+        self,
+        batches: list[tuple[list[MessageExt], object]],
+        before: Callable[[list[MessageExt]], bool],
     ) -> list[tuple[S, float]]:
         """Consecutive calls of a threaded listener in one trip to its threads (an
         orderly queue's next batches): ``listener(msgs, context)`` for each batch in
-        order, stopping before a batch when ``go_on()`` (asked on the listener's
+        order, stopping before a batch when ``before(msgs)`` (called on the listener's
         thread) is false, and after the first answer that is not success or a raise.
 
         Returns:
@@ -229,7 +231,7 @@ class ListenerRunner(Generic[S]):
         """
         if self._pool is None:
             raise TypeError("call_run is for a threaded listener")
-        runs = await self._pool.run(self._listen_run, batches, go_on)
+        runs = await self._pool.run(self._listen_run, batches, before)
         return [(await self._answer(ok, value), ms) for ok, value, ms in runs]
 
     async def _answer(self, ok: bool, value: object) -> S:
@@ -250,13 +252,15 @@ class ListenerRunner(Generic[S]):
         return self._status(_FAILURE)
 
     def _listen_run(
-        self, batches: list[tuple[list[MessageExt], object]], go_on: Callable[[], bool]
+        self,
+        batches: list[tuple[list[MessageExt], object]],
+        before: Callable[[list[MessageExt]], bool],
     ) -> list[tuple[bool, object, float]]:
         # On a listener thread. ``status_of`` only reads (and may warn once).
         success = self._status(_SUCCESS)
         runs: list[tuple[bool, object, float]] = []
         for msgs, context in batches:
-            if not go_on():
+            if not before(msgs):
                 break
             began = time.monotonic()
             try:

@@ -240,10 +240,10 @@ async def test_call_run_stops_after_the_first_failure_and_when_told() -> None:
 
     runner = orderly(listener)
     try:
-        ran = await runner.call_run([([], c) for c in ("a", "suspend", "b")], lambda: True)
-        raised = await runner.call_run([([], c) for c in ("c", "raise", "d")], lambda: True)
+        ran = await runner.call_run([([], c) for c in ("a", "suspend", "b")], lambda m: True)
+        raised = await runner.call_run([([], c) for c in ("c", "raise", "d")], lambda m: True)
         told = await runner.call_run(
-            [([], c) for c in ("e", "stop-after", "f")], lambda: not stop.is_set()
+            [([], c) for c in ("e", "stop-after", "f")], lambda m: not stop.is_set()
         )
     finally:
         await runner.shutdown()
