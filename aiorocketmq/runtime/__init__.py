@@ -2,7 +2,8 @@
 
 Owns: the pieces every long-lived component shares (L1 in ARCHITECTURE.md).
 ``Service`` gives start / idempotent shutdown and supervised owned tasks,
-``BlockingExecutor`` moves ``*_blocking`` work off the loop, ``setup_logging`` and
+``BlockingExecutor`` moves ``*_blocking`` work off the loop (``CallThreads``, in
+``call_threads``, many short calls with batched hand-offs), ``setup_logging`` and
 ``kv`` give one-line key=value logs, ``run`` is the CLI entry with graceful
 SIGTERM/SIGINT handling.
 

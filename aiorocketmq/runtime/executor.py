@@ -1,9 +1,11 @@
-"""The one way blocking work leaves the event loop: a named thread pool.
+"""How blocking work leaves the event loop: a named thread pool.
 
 Owns: ``BlockingExecutor``, a named ``ThreadPoolExecutor`` wrapper whose
 ``run()`` awaits a blocking function's result on the loop. One per store or
 service (``"store-flush"``, ``"store-clean"``...), so thread dumps and logs say
-whose work a thread is doing.
+whose work a thread is doing. Many short calls the loop awaits (a push
+consumer's ``def`` listener) go to ``call_threads.CallThreads`` instead, which
+batches the hand-offs this pool pays per call.
 
 The contract for functions run here (their names end in ``_blocking``):
 
