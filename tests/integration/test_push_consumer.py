@@ -31,7 +31,7 @@ from aiorocketmq.client import (
 from aiorocketmq.common.protocol_bodies import ConsumerConnection, ConsumeType
 from aiorocketmq.remoting.codes import RequestCode
 from aiorocketmq.remoting.command import RemotingCommand
-from tests.support.cluster import broker_request, start_broker, start_namesrv
+from tests.support.cluster import broker_request, create_topic, start_broker, start_namesrv
 from tests.support.procs import ManagedProcess
 from tests.support.wait import wait_until
 
@@ -127,10 +127,15 @@ async def test_three_consumers_join_and_leave_each_queue_one_owner(
 ) -> None:
     _, namesrv = await start_namesrv(start_process, tmp_path)
     a = await start_broker(start_process, tmp_path, namesrv, "broker-a", defaultTopicQueueNums=8)
-    await start_broker(start_process, tmp_path, namesrv, "broker-b", defaultTopicQueueNums=8)
+    b = await start_broker(start_process, tmp_path, namesrv, "broker-b", defaultTopicQueueNums=8)
     topic, seen, who = "PushGroup", Counter[str](), dict[str, list[tuple[str, str]]]()
+    # Created on both brokers first: auto-creation by the first sends could leave it on
+    # one (a producer that learns the real route from the first broker to create it
+    # sends there only), and then 8 queues would be all there is.
+    for broker in (a, b):
+        await create_topic(broker.addr, topic, queues=8)
     first = [f"a{i}" for i in range(3_000)]
-    await produce(namesrv, topic, first)  # creates the topic: 8 queues on each broker
+    await produce(namesrv, topic, first)
     config = PushConsumerConfig(consume_from_where="CONSUME_FROM_FIRST_OFFSET")
     consumers: dict[str, PushConsumer] = {}
 

@@ -272,9 +272,9 @@ async def broker_request(addr: str, request: RemotingCommand) -> RemotingCommand
     return reply
 
 
-async def create_topic(addr: str, topic: str) -> None:
-    """UPDATE_AND_CREATE_TOPIC with 4 read/write queues, perm 6."""
-    header = CreateTopicRequestHeader(topic, "TBW102", 4, 4, 6, "SINGLE_TAG")
+async def create_topic(addr: str, topic: str, queues: int = 4) -> None:
+    """UPDATE_AND_CREATE_TOPIC with ``queues`` read/write queues, perm 6."""
+    header = CreateTopicRequestHeader(topic, "TBW102", queues, queues, 6, "SINGLE_TAG")
     await broker_request(
         addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
     )
