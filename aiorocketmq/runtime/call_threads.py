@@ -209,7 +209,7 @@ class CallThreads:
             self._check = self._loop.call_later(self._wait_s, self._check_waiting)
 
     def _deliver(self) -> None:
-        """Resolve every future whose call finished since the last delivery."""
+        """Hand every call finished since the last delivery to its future or callback."""
         with self._lock:
             self._delivering = False
         self.deliveries += 1
