@@ -208,11 +208,8 @@ class ListenerRunner(Generic[S]):
                 result = self.listener(msgs, context)
             if inspect.isawaitable(result):
                 result = await result
-        except Exception:
-            log.exception(
-                "listener raised: the messages will be consumed again group=%s", self.group
-            )
-            return self._status(_FAILURE)
+        except Exception as exc:
+            return self._raised(exc)
         return self.status_of(result)
 
     async def call_run(
