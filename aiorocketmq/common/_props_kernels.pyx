@@ -16,6 +16,10 @@ and a non-empty value (the rest, later ``\\x01`` included); a later name wins.
 """
 
 
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+
+
 cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
     int PyUnicode_KIND(object text)
@@ -126,10 +130,15 @@ def select_properties(str text, tuple names):
                 if same:  # a later pair wins; a name given twice gets it twice
                     value_start[k], value_end[k] = sep + 1, end
         start = end + 1
-    return tuple(
-        PyUnicode_Substring(text, value_start[k], value_end[k]) if value_start[k] >= 0 else None
-        for k in range(count)
-    )
+    # Filled in place: a generator expression here cost more than the scan itself.
+    cdef tuple result = PyTuple_New(count)
+    for k in range(count):
+        value = (
+            PyUnicode_Substring(text, value_start[k], value_end[k]) if value_start[k] >= 0 else None
+        )
+        Py_INCREF(value)
+        PyTuple_SET_ITEM(result, k, value)
+    return result
 
 
 cdef extern from "Python.h":

@@ -20,9 +20,10 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyOb
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
-
-
 from cpython.ref cimport PyObject
+
+from aiorocketmq.common._slots cimport PyMemberDescrObject, _member_offset, _put
+
 from types import MemberDescriptorType
 
 
@@ -31,15 +32,6 @@ cdef extern from "Python.h":
     ctypedef struct _DescrType "PyTypeObject":
         int (*tp_descr_set)(PyObject* descr, PyObject* obj, PyObject* value) except -1
     _DescrType* Py_TYPE(object o)
-
-
-cdef extern from "Python.h":
-    ctypedef struct PyMemberDef:
-        Py_ssize_t offset
-    ctypedef struct PyMemberDescrObject:
-        PyMemberDef* d_member
-    void Py_INCREF(PyObject* o)
-    void Py_XDECREF(PyObject* o)
 
 
 cdef inline void _set_slot(object descr, object obj, object value) except *:
@@ -59,39 +51,17 @@ cdef int _N_FIELDS = 18
 _OFFSETS = {}  # class -> (tuple of its _FIELDS' slot offsets, unread slots' offsets)
 
 
-cdef tuple _slot_offsets(cls, tuple unread_slots):
-    """Where each of ``_FIELDS`` (and each unread slot) lives in a ``cls`` object.
-
-    Every name must be a plain ``__slots__`` member of ``cls`` (the nearest in its MRO
-    that is a member descriptor; a property of the same name in front of it is the
-    class's business): writing there is what the descriptor's ``__set__`` does, less
-    the attribute lookup and the call. Anything else: ValueError, never a guess.
-    """
+cdef tuple _slot_offsets(cls, tuple names, tuple unread_slots):
+    """Where each of ``names`` (``_member_offset``) and each unread slot (a member
+    descriptor itself) lives in a ``cls`` object; anything else: ValueError."""
     member = MemberDescriptorType
-    offsets = []
-    for name in _FIELDS:
-        for klass in cls.__mro__:
-            descr = klass.__dict__.get(name)
-            if descr is not None and type(descr) is member:
-                offsets.append((<PyMemberDescrObject*><PyObject*>descr).d_member.offset)
-                break
-        else:
-            raise ValueError(f"{cls.__name__}.{name} is not a slot")
+    offsets = [_member_offset(cls, name, member) for name in names]
     unread = []
     for descr in unread_slots:
         if type(descr) is not member:
             raise ValueError(f"{descr!r} is not a slot")
         unread.append((<PyMemberDescrObject*><PyObject*>descr).d_member.offset)
     return tuple(offsets), tuple(unread)
-
-
-cdef inline void _put(object obj, Py_ssize_t offset, object value) noexcept:
-    """Store ``value`` in the slot at ``offset`` of ``obj`` (a member's ``__set__``)."""
-    cdef PyObject** slot = <PyObject**>((<char*><PyObject*>obj) + offset)
-    cdef PyObject* old = slot[0]
-    Py_INCREF(<PyObject*>value)
-    slot[0] = <PyObject*>value
-    Py_XDECREF(old)
 
 
 cdef uint32_t _MAGIC_V1 = 0xDAA320A7
@@ -222,7 +192,7 @@ cdef list _build(
     key = (cls, unread_slots)
     found = _OFFSETS.get(key)
     if found is None:
-        found = _OFFSETS[key] = _slot_offsets(cls, unread_slots)
+        found = _OFFSETS[key] = _slot_offsets(cls, _FIELDS, unread_slots)
     fields, unread = found
     for i in range(_N_FIELDS):
         at[i] = fields[i]
@@ -664,6 +634,14 @@ def patch_records(records, list sizes, int64_t base, int64_t first_queue_offset,
 # ------------------------------------------------------------- dispatch requests
 
 
+_DISPATCH_FIELDS = (
+    "topic", "queue_id", "commit_log_offset", "msg_size", "tags_code", "store_timestamp",
+    "consume_queue_offset", "keys", "uniq_key", "sys_flag", "prepared_transaction_offset",
+    "properties_raw", "properties",
+)
+"""``DispatchRequest``'s slots, in the order ``dispatch_requests`` writes them."""
+
+
 def dispatch_requests(
     view, Py_ssize_t pos, Py_ssize_t max_count, cls, select_properties, tuple names,
     tags_code, bytes stop_topic,
@@ -685,7 +663,15 @@ def dispatch_requests(
     cdef const uint8_t* topic_raw = NULL
     cdef Py_ssize_t topic_raw_len = -1
     cdef Py_ssize_t stop_len = len(stop_topic)
-    topic = None
+    cdef Py_ssize_t at[13]
+    cdef int i
+    found = _OFFSETS.get(cls)
+    if found is None:
+        found = _OFFSETS[cls] = _slot_offsets(cls, _DISPATCH_FIELDS, ())
+    for i in range(13):
+        at[i] = found[0][i]
+    topic = last_tags = None
+    code = 0
     new = object.__new__
     PyObject_GetBuffer(view, &buf, PyBUF_SIMPLE)
     try:
@@ -710,20 +696,24 @@ def dispatch_requests(
                 <const char*>(p + props_pos), total - props_pos, "surrogateescape"
             )
             tags, keys, uniq = select_properties(text, names)  # TAGS, KEYS, UNIQ_KEY
+            if count == 0 or tags != last_tags:  # a run's records mostly share a tag
+                code, last_tags = tags_code(tags), tags
+            # Each slot written in place (the order of _DISPATCH_FIELDS): a generic
+            # setattr per field cost more than all the rest of a record.
             request = new(cls)
-            request.topic = topic
-            request.queue_id = _i32(p + 12)
-            request.commit_log_offset = _i64(p + 28)
-            request.msg_size = total
-            request.tags_code = tags_code(tags)
-            request.store_timestamp = _i64(p + l.store_ts)
-            request.consume_queue_offset = _i64(p + 20)
-            request.keys = keys
-            request.uniq_key = uniq
-            request.sys_flag = _i32(p + 36)
-            request.prepared_transaction_offset = _i64(p + l.reconsume + 4)
-            request.properties_raw = text
-            request.properties = None  # parsed when asked (an arrival notice)
+            _put(request, at[0], topic)
+            _put(request, at[1], _i32(p + 12))
+            _put(request, at[2], _i64(p + 28))
+            _put(request, at[3], total)
+            _put(request, at[4], code)
+            _put(request, at[5], _i64(p + l.store_ts))
+            _put(request, at[6], _i64(p + 20))
+            _put(request, at[7], keys)
+            _put(request, at[8], uniq)
+            _put(request, at[9], _i32(p + 36))
+            _put(request, at[10], _i64(p + l.reconsume + 4))
+            _put(request, at[11], text)
+            _put(request, at[12], None)  # properties: parsed when asked (an arrival notice)
             requests.append(request)
             pos += total
             ends.append(pos)

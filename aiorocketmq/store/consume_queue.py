@@ -39,19 +39,17 @@ import struct
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import numpy as np
 
 from aiorocketmq.common.constants import CQ_STORE_UNIT_SIZE
 from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.store.allocator import MappedFileAllocator
+from aiorocketmq.store.dispatch_request import DispatchRequest, pack_units
 from aiorocketmq.store.errors import StoreIOError
 from aiorocketmq.store.mapped_file import MappedFile, delete_files_blocking
 from aiorocketmq.store.mapped_file_queue import MappedFileQueue
-
-if TYPE_CHECKING:
-    from aiorocketmq.store.dispatch_request import DispatchRequest
 
 __all__ = [
     "BLANK_UNIT",
@@ -271,7 +269,7 @@ class ConsumeQueue:
         those of the unit-by-unit puts, which take every other run.
         """
         mapped = self._run_file(requests)
-        data = _pack_consecutive(requests) if mapped is not None else None
+        data = pack_units(requests) if mapped is not None else None
         if mapped is not None and data is not None:
             try:
                 written = mapped.append(data)
@@ -542,21 +540,6 @@ class ConsumeQueue:
         self.max_physic_offset = -1
         self.min_logic_offset = 0
         self.queue.destroy_blocking()
-
-
-def _pack_consecutive(requests: Sequence[DispatchRequest]) -> bytes | None:
-    """The units of ``requests`` packed; None unless their queue offsets are consecutive
-    and each record ends past the one before (else ``put`` sees a duplicate)."""
-    pack = _UNIT.pack
-    expect, last_end = requests[0].consume_queue_offset, -1
-    parts = []
-    for request in requests:
-        end = request.commit_log_offset + request.msg_size
-        if request.consume_queue_offset != expect or end <= last_end:
-            return None
-        parts.append(pack(request.commit_log_offset, request.msg_size, request.tags_code))
-        expect, last_end = expect + 1, end
-    return b"".join(parts)
 
 
 def _search_by_time(

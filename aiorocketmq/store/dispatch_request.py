@@ -2,7 +2,9 @@
 
 Owns: the value object of specs/store.md §8.2 (``DispatchRequest.java``), built once
 per CommitLog record by the dispatcher (put path, recovery, slave replication) and
-read by ``ConsumeQueue.put`` and ``IndexService.build_index``.
+read by ``ConsumeQueue.put`` and ``IndexService.build_index``; and ``pack_units``, a
+run of them as the ConsumeQueue units they make (in C when built: the twin is in
+``store/_dispatch_kernels.pyx``, and the same tests run against both).
 
 Must not: compute tagsCode (the dispatcher does: a tag hash, or a deliver time for
 ``SCHEDULE_TOPIC_XXXX``), or keep a reference into a mapped file.
@@ -10,13 +12,20 @@ Must not: compute tagsCode (the dispatcher does: a tag hash, or a deliver time f
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from aiorocketmq.common.constants import MessageSysFlag
+from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.properties import MessageConst, string_to_properties
 from aiorocketmq.common.record_view import RecordView
 
-__all__ = ["DispatchRequest"]
+__all__ = ["DispatchRequest", "pack_units", "py_pack_units"]
+
+_UNIT: Final = struct.Struct(">qiq")
+"""A ConsumeQueue unit: physical offset, size, tagsCode (``CQ_UNIT_DTYPE``)."""
 
 
 @dataclass(slots=True)
@@ -93,3 +102,33 @@ class DispatchRequest:
             properties_raw=record.properties_raw,
             properties=props,
         )
+
+
+def pack_units(requests: Sequence[DispatchRequest]) -> bytes | None:
+    """The units of a non-empty run of ``requests`` packed back to back; None unless
+    their queue offsets are consecutive and each record ends past the one before
+    (else ``ConsumeQueue.put`` sees a duplicate)."""
+    if _KERNEL is not None and type(requests) is list:
+        try:
+            return _KERNEL.pack_units(requests, DispatchRequest)  # type: ignore[no-any-return]
+        except (TypeError, OverflowError):
+            pass  # a field the kernel cannot read as the reference does: it answers
+    return py_pack_units(requests)
+
+
+def py_pack_units(requests: Sequence[DispatchRequest]) -> bytes | None:
+    """``pack_units`` in Python: the reference."""
+    pack = _UNIT.pack
+    expect, last_end = requests[0].consume_queue_offset, -1
+    parts = []
+    for request in requests:
+        end = request.commit_log_offset + request.msg_size
+        if request.consume_queue_offset != expect or end <= last_end:
+            return None
+        parts.append(pack(request.commit_log_offset, request.msg_size, request.tags_code))
+        expect, last_end = expect + 1, end
+    return b"".join(parts)
+
+
+#: ``store/_dispatch_kernels.pyx`` when built and not turned off.
+_KERNEL = load_kernel("aiorocketmq.store._dispatch_kernels")

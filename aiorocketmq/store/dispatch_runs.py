@@ -20,13 +20,18 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from aiorocketmq.common.constants import MessageSysFlag
+from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.store.consume_queue import ConsumeQueue
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
 from aiorocketmq.store.dispatch_request import DispatchRequest
 
-__all__ = ["RunsOutcome", "newest_arrivals", "put_runs"]
+__all__ = [
+    "RunsOutcome", "group_runs", "newest_arrivals", "put_runs", "py_group_runs",
+    "py_newest_arrivals",
+]  # fmt: skip
 
-_NO_UNIT: Final = MessageSysFlag.TRANSACTION_PREPARED_TYPE
+_QueueKey = tuple[str, int]
+_NO_UNIT: Final = int(MessageSysFlag.TRANSACTION_PREPARED_TYPE)
 """The bit only PREPARED (4) and ROLLBACK (12) records have: ``not builds_consume_queue``."""
 
 
@@ -53,16 +58,8 @@ def put_runs(table: ConsumeQueueTable, requests: Sequence[DispatchRequest]) -> R
     A queue's run stops at its first unit that needs a file; units of other queues
     past that record are written anyway (a redo of them is a duplicate, a no-op).
     """
-    runs: dict[tuple[str, int], list[DispatchRequest]] = {}
-    for request in requests:
-        if not request.sys_flag & _NO_UNIT:
-            run = runs.get((request.topic, request.queue_id))
-            if run is None:
-                runs[(request.topic, request.queue_id)] = [request]
-            else:
-                run.append(request)
     outcome = RunsOutcome()
-    for (topic, queue_id), run in runs.items():
+    for (topic, queue_id), run in group_runs(requests).items():
         queue = table.find_or_create(topic, queue_id)
         result = queue.put_run(run)
         outcome.failed.extend(run[i] for i in result.failed)
@@ -79,8 +76,43 @@ def put_runs(table: ConsumeQueueTable, requests: Sequence[DispatchRequest]) -> R
     return outcome
 
 
+def group_runs(requests: Sequence[DispatchRequest]) -> dict[_QueueKey, list[DispatchRequest]]:
+    """The requests that get a unit, per (topic, queue id), in CommitLog order (C when
+    built: ``store/_dispatch_kernels.pyx``)."""
+    if _KERNEL is not None and type(requests) is list:
+        try:
+            return _KERNEL.group_runs(requests, DispatchRequest, _NO_UNIT)  # type: ignore[no-any-return]
+        except (TypeError, OverflowError):
+            pass  # a field the kernel cannot read as the reference does: it answers
+    return py_group_runs(requests)
+
+
+def py_group_runs(requests: Sequence[DispatchRequest]) -> dict[_QueueKey, list[DispatchRequest]]:
+    """``group_runs`` in Python: the reference."""
+    runs: dict[_QueueKey, list[DispatchRequest]] = {}
+    for request in requests:
+        if not request.sys_flag & _NO_UNIT:
+            run = runs.get((request.topic, request.queue_id))
+            if run is None:
+                runs[(request.topic, request.queue_id)] = [request]
+            else:
+                run.append(request)
+    return runs
+
+
 def newest_arrivals(requests: Sequence[DispatchRequest]) -> Collection[DispatchRequest]:
-    """The newest record of each (topic, queue id, tagsCode) among ``requests``."""
+    """The newest record of each (topic, queue id, tagsCode) among ``requests`` (C when
+    built)."""
+    if _KERNEL is not None and type(requests) is list:
+        try:
+            return _KERNEL.newest_arrivals(requests, DispatchRequest)  # type: ignore[no-any-return]
+        except (TypeError, OverflowError):
+            pass  # a field the kernel cannot read as the reference does: it answers
+    return py_newest_arrivals(requests)
+
+
+def py_newest_arrivals(requests: Sequence[DispatchRequest]) -> Collection[DispatchRequest]:
+    """``newest_arrivals`` in Python: the reference."""
     newest: dict[tuple[str, int, int], DispatchRequest] = {}
     for request in requests:
         key = (request.topic, request.queue_id, request.tags_code)
@@ -88,3 +120,7 @@ def newest_arrivals(requests: Sequence[DispatchRequest]) -> Collection[DispatchR
         if seen is None or seen.consume_queue_offset <= request.consume_queue_offset:
             newest[key] = request
     return newest.values()
+
+
+#: ``store/_dispatch_kernels.pyx`` when built and not turned off.
+_KERNEL = load_kernel("aiorocketmq.store._dispatch_kernels")

@@ -50,7 +50,7 @@ KERNELS = (
     "aiorocketmq.broker._send_kernels",
     "aiorocketmq.common._hash_kernels", "aiorocketmq.common._props_kernels",
     "aiorocketmq.common._record_kernels", "aiorocketmq.remoting._frame_kernels",
-    "aiorocketmq.store._index_kernels",
+    "aiorocketmq.store._dispatch_kernels", "aiorocketmq.store._index_kernels",
 )  # fmt: skip
 EXAMPLE_NAMESRV = "127.0.0.1:9876"
 COMMAND_TIMEOUT_S = 120

@@ -81,6 +81,13 @@ def use_dispatch_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) ->
     _use_kernel(implementation, monkeypatch, "aiorocketmq.store.dispatch_builder", _RECORD_KERNELS)
 
 
+def use_dispatch_runs_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make a reput chunk's grouping, unit packing and notices run in C ("c") or in
+    Python ("python")."""
+    for module in ("aiorocketmq.store.dispatch_runs", "aiorocketmq.store.dispatch_request"):
+        _use_kernel(implementation, monkeypatch, module, "aiorocketmq.store._dispatch_kernels")
+
+
 def use_send_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make ``broker.plain_send`` hand out its C reader ("c") or the reference
     ("python") to send processors built from now on."""

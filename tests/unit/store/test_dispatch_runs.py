@@ -3,21 +3,30 @@ chunk's arrival notices against notices record by record."""
 
 from __future__ import annotations
 
+import struct
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aiorocketmq.common.constants import MessageSysFlag
 from aiorocketmq.common.message import Message
 from aiorocketmq.common.message_codec import encode_batch
 from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.store.consume_queue import ConsumeQueue, PutUnitStatus
-from aiorocketmq.store.dispatch_request import DispatchRequest
-from aiorocketmq.store.dispatch_runs import newest_arrivals
+from aiorocketmq.store.dispatch_request import DispatchRequest, pack_units, py_pack_units
+from aiorocketmq.store.dispatch_runs import (
+    group_runs,
+    newest_arrivals,
+    py_group_runs,
+    py_newest_arrivals,
+)
 from aiorocketmq.store.inner_message import MessageExtBatch
 from aiorocketmq.store.mapped_file import MappedFile
+from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip, use_dispatch_runs_kernel
 from tests.unit.store.helpers import BORN_HOST, STORE_HOST
 from tests.unit.store.store_support import TOPIC, dispatched, open_store, store_config
 
@@ -104,9 +113,21 @@ def queue_state(queue: ConsumeQueue) -> tuple[object, ...]:
     return files, data, queue.max_physic_offset, queue.min_logic_offset, queue.queue.flushed_where
 
 
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @settings(max_examples=150, deadline=None)
 @given(runs=run_strategy, first_queue_offset=st.integers(0, 12), per_file=st.integers(1, 9))
 def test_put_run_writes_what_unit_by_unit_puts_write(
+    implementation: str,
+    runs: list[list[tuple[str, int, int]]],
+    first_queue_offset: int,
+    per_file: int,
+) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        use_dispatch_runs_kernel(implementation, patch)
+        _put_run_against_puts(runs, first_queue_offset, per_file)
+
+
+def _put_run_against_puts(
     runs: list[list[tuple[str, int, int]]], first_queue_offset: int, per_file: int
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -156,7 +177,9 @@ held_strategy = st.lists(
     ),
     held=held_strategy,
 )
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_newest_per_queue_and_tag_wakes_the_pulls_every_record_would(
+    implementation: str,
     records: list[tuple[int, int, int]],
     held: list[tuple[int, int, frozenset[int] | None]],
 ) -> None:
@@ -175,7 +198,9 @@ def test_newest_per_queue_and_tag_wakes_the_pulls_every_record_would(
             and (codes is None or r.tags_code in codes)
         }  # fmt: skip
 
-    newest = list(newest_arrivals(requests))
+    with pytest.MonkeyPatch.context() as patch:
+        use_dispatch_runs_kernel(implementation, patch)
+        newest = list(newest_arrivals(requests))
     assert woken(newest) == woken(requests)
     assert len({(r.queue_id, r.tags_code) for r in newest}) == len(newest)
 
@@ -208,3 +233,67 @@ async def test_a_batch_is_announced_once_per_queue_and_tag(tmp_path: Path) -> No
         (TOPIC, 1, 6, tags_code("TagC")),
     ]
     assert store.stats.dispatched_messages == 6
+
+
+_BIG = 2**63 - 1
+chunk_strategy = st.lists(
+    st.tuples(
+        st.sampled_from(["T", "T", "U", "T\u00e9"]),  # topic
+        st.sampled_from([0, 0, 1, 300, 300]),  # queue id (300: not a cached small int)
+        st.sampled_from([0, 0, 0, MessageSysFlag.TRANSACTION_PREPARED_TYPE, 12, 8]),
+        st.integers(-3, 3),  # queue offset step from the one before
+        st.integers(-2, 400),  # size (a step back in the CommitLog at <= 0)
+        st.sampled_from([0, 7, -1, -(2**63), _BIG]),  # tagsCode
+    ),
+    max_size=40,
+)
+
+
+Row = tuple[str, int, int, int, int, int]
+
+
+def build_chunk(rows: list[Row], base: int) -> list[DispatchRequest]:
+    chunk, physical, queue_offset = [], base, 5
+    for topic, queue_id, sys_flag, step, size, tag in rows:
+        queue_offset += step
+        args = (topic, queue_id, physical, size, tag, 1, queue_offset)
+        chunk.append(DispatchRequest(*args, sys_flag=sys_flag))
+        physical += size
+    return chunk
+
+
+def packed(
+    pack: Callable[[list[DispatchRequest]], bytes | None], run: list[DispatchRequest]
+) -> object:
+    """What ``pack`` answers for ``run``: the bytes, None, or the struct.error it raised."""
+    try:
+        return pack(run)
+    except struct.error:
+        return struct.error
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=chunk_strategy, base=st.sampled_from([0, 1000, _BIG - 2000, -(2**63)]))
+def test_the_kernels_answer_as_the_references(rows: list[Row], base: int) -> None:
+    """Grouping, notices and packing: the C kernels give what the references give,
+    object for object (offsets near the int64 edges send the packing back to Python)."""
+    kernel_or_skip("aiorocketmq.store._dispatch_kernels")
+    chunk = build_chunk(rows, base)
+    assert group_runs(chunk) == py_group_runs(chunk)
+    assert [list(map(id, run)) for run in group_runs(chunk).values()] == [
+        list(map(id, run)) for run in py_group_runs(chunk).values()
+    ]
+    assert list(map(id, newest_arrivals(chunk))) == list(map(id, py_newest_arrivals(chunk)))
+    for run in py_group_runs(chunk).values():
+        assert packed(pack_units, run) == packed(py_pack_units, run)
+
+
+def test_a_request_the_kernels_cannot_read_is_left_to_the_references() -> None:
+    class Other(DispatchRequest):
+        __slots__ = ()
+
+    kernel_or_skip("aiorocketmq.store._dispatch_kernels")
+    chunk = [DispatchRequest("T", 0, 0, 10, 1, 1, 0), Other("T", 0, 10, 10, 1, 1, 1)]
+    assert pack_units(chunk) == py_pack_units(chunk) is not None
+    assert list(group_runs(chunk).values()) == [chunk]
+    assert list(newest_arrivals(chunk)) == [chunk[1]]
