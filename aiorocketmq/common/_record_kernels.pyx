@@ -642,6 +642,56 @@ _DISPATCH_FIELDS = (
 """``DispatchRequest``'s slots, in the order ``dispatch_requests`` writes them."""
 
 
+cdef struct _Picked:
+    Py_ssize_t start[3]
+    Py_ssize_t end[3]
+
+
+cdef void _pick(
+    const uint8_t* p, Py_ssize_t n, const char** names, Py_ssize_t* lens, _Picked* out
+) noexcept:
+    """``select_properties`` of three ASCII names over the properties' UTF-8 bytes: where
+    each value starts and ends (start -1: absent). The same answer as over the decoded
+    text: the separators are single bytes that no multi-byte sequence contains, an
+    ASCII name matches its bytes only, and decoding with surrogateescape is one to
+    one, so a value's bytes decode to the text's substring."""
+    cdef Py_ssize_t start = 0, end, sep
+    cdef int k
+    for k in range(3):
+        out.start[k] = -1
+    while start < n:
+        end, sep = start, -1
+        while end < n and p[end] != 2:
+            if p[end] == 1 and sep < 0:
+                sep = end
+            end += 1
+        if start < sep < end - 1:  # a later pair wins, as in the map
+            for k in range(3):
+                if sep - start == lens[k] and memcmp(p + start, names[k], lens[k]) == 0:
+                    out.start[k], out.end[k] = sep + 1, end
+        start = end + 1
+
+
+cdef inline bint _same_value(
+    const uint8_t* last, Py_ssize_t last_len, const uint8_t* p, _Picked* picked
+) noexcept:
+    """Whether the first picked value (TAGS) is the one before (``last_len`` -1: absent
+    both times; -2: no value before)."""
+    if picked.start[0] < 0:
+        return last_len == -1
+    return last_len == picked.end[0] - picked.start[0] and memcmp(
+        last, p + picked.start[0], last_len
+    ) == 0
+
+
+cdef inline object _picked(const uint8_t* p, _Picked* picked, int k):
+    if picked.start[k] < 0:
+        return None
+    return PyUnicode_DecodeUTF8(
+        <const char*>(p + picked.start[k]), picked.end[k] - picked.start[k], "surrogateescape"
+    )
+
+
 def dispatch_requests(
     view, Py_ssize_t pos, Py_ssize_t max_count, cls, select_properties, tuple names,
     tags_code, bytes stop_topic,
@@ -673,6 +723,18 @@ def dispatch_requests(
     topic = last_tags = None
     code = 0
     new = object.__new__
+    # Three ASCII names (TAGS, KEYS, UNIQ_KEY) are picked from the bytes, and a tag is
+    # compared as bytes with the one before (the text's values are those bytes decoded).
+    raw_names = [name.encode() for name in names if name.isascii()]
+    cdef bint by_bytes = len(names) == 3 and len(raw_names) == 3
+    cdef const char* name_at[3]
+    cdef Py_ssize_t name_len[3]
+    cdef _Picked picked
+    cdef const uint8_t* props
+    cdef const uint8_t* tags_at = NULL
+    cdef Py_ssize_t tags_len = -2, props_len
+    for i in range(3 if by_bytes else 0):
+        name_at[i], name_len[i] = <const char*>raw_names[i], len(raw_names[i])
     PyObject_GetBuffer(view, &buf, PyBUF_SIMPLE)
     try:
         size = buf.len
@@ -692,12 +754,19 @@ def dispatch_requests(
                 topic_raw, topic_raw_len = p + topic_pos + topic_len_size, topic_len
                 topic = PyUnicode_DecodeUTF8(<const char*>topic_raw, topic_len, "surrogateescape")
             props_pos = topic_pos + topic_len_size + topic_len + 2
-            text = PyUnicode_DecodeUTF8(
-                <const char*>(p + props_pos), total - props_pos, "surrogateescape"
-            )
-            tags, keys, uniq = select_properties(text, names)  # TAGS, KEYS, UNIQ_KEY
-            if count == 0 or tags != last_tags:  # a run's records mostly share a tag
-                code, last_tags = tags_code(tags), tags
+            props, props_len = p + props_pos, total - props_pos
+            text = PyUnicode_DecodeUTF8(<const char*>props, props_len, "surrogateescape")
+            if by_bytes:
+                _pick(props, props_len, name_at, name_len, &picked)
+                if not _same_value(tags_at, tags_len, props, &picked):  # a run's records
+                    code = tags_code(_picked(props, &picked, 0))  # mostly share a tag
+                    tags_at = props + picked.start[0]
+                    tags_len = picked.end[0] - picked.start[0] if picked.start[0] >= 0 else -1
+                keys, uniq = _picked(props, &picked, 1), _picked(props, &picked, 2)
+            else:
+                tags, keys, uniq = select_properties(text, names)  # TAGS, KEYS, UNIQ_KEY
+                if count == 0 or tags != last_tags:
+                    code, last_tags = tags_code(tags), tags
             # Each slot written in place (the order of _DISPATCH_FIELDS): a generic
             # setattr per field cost more than all the rest of a record.
             request = new(cls)

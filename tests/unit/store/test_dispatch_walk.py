@@ -28,9 +28,14 @@ _RECORD = st.fixed_dictionaries(
     {
         "topic": st.sampled_from(["T", "Topic\u00e9", RMQ_SYS_SCHEDULE_TOPIC]),
         "body": st.binary(max_size=30),
+        # The kernel picks TAGS, KEYS and UNIQ_KEY from the bytes: later pairs, empty
+        # names and values, separators inside values, non-ASCII and escaped bytes.
         "properties": st.sampled_from([
             "", "TAGS\x01a", "TAGS\x01a\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01U",
             "DELAY\x012\x02REAL_TOPIC\x01T\x02TAGS\x01b", "KEYS\x01\udc80x",
+            "TAGS\x01a\x02TAGS\x01b", "TAGS\x01\x02KEYS\x01\x01k", "\x01a\x02TAGS\x01a\x01b",
+            "TAGS\x01\u00e9\x02UNIQ_KEY\x01U\x02UNIQ_KEY\x01", "TAGS\x01\udcff", "TAGSX\x01a",
+            "TAG\x01a\x02\x02TAGS\x01a\x02",
         ]),
         "queue_id": st.integers(0, 7),
         "queue_offset": st.integers(0, 2**40),
