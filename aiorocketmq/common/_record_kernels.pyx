@@ -29,6 +29,7 @@ from types import MemberDescriptorType
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
+    object PyUnicode_DecodeASCII(const char* data, Py_ssize_t size, const char* errors)
     ctypedef struct _DescrType "PyTypeObject":
         int (*tp_descr_set)(PyObject* descr, PyObject* obj, PyObject* value) except -1
     _DescrType* Py_TYPE(object o)
@@ -790,3 +791,46 @@ def dispatch_requests(
     finally:
         PyBuffer_Release(&buf)
     return requests, ends, pos
+
+
+def count_batch_entries(body, Py_ssize_t stop_after):
+    """``batch_codec.py_count_batch_entries``: entries of a batch body by their
+    TOTALSIZE fields alone, at most ``stop_after + 1``."""
+    cdef Py_buffer buf
+    cdef Py_ssize_t pos = 0, count = 0
+    cdef int32_t total
+    PyObject_GetBuffer(body, &buf, PyBUF_SIMPLE)
+    try:
+        while pos + 4 <= buf.len and count <= stop_after:
+            total = _i32(<const uint8_t*>buf.buf + pos)
+            if total <= 0:
+                break
+            pos += total
+            count += 1
+    finally:
+        PyBuffer_Release(&buf)
+    return count
+
+
+cdef char* _HEX = b"0123456789ABCDEF"
+
+
+def offset_msg_ids(str prefix, list offsets):
+    """``msg_id.py_offset_msg_ids``: ``prefix`` (ASCII) and each offset's 16 upper-case
+    hex digits; OverflowError for an offset outside 0..2**63-1 (the reference answers)."""
+    cdef bytes head = prefix.encode("ascii")
+    cdef Py_ssize_t n = len(head), i
+    cdef list out = []
+    cdef int64_t offset
+    cdef char[80] text
+    if n > 64:
+        raise OverflowError("a prefix longer than an IPv6 host's")
+    memcpy(text, <const char*>head, n)
+    for value in offsets:
+        offset = value
+        if offset < 0:
+            raise OverflowError("a negative offset")
+        for i in range(16):
+            text[n + i] = _HEX[(offset >> (60 - 4 * i)) & 0xF]
+        out.append(PyUnicode_DecodeASCII(text, n + 16, NULL))
+    return out

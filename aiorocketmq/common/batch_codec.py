@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
+from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.message import BytesLike, Message
 from aiorocketmq.common.properties import (
     PROPERTY_SEPARATOR,
@@ -117,8 +118,19 @@ def count_batch_entries(body: BytesLike, *, stop_after: int) -> int:
     """Entries of a batch body by their TOTALSIZE fields alone, counting at most
     ``stop_after + 1`` (a cheap bound check; ``decode_batch_entries`` validates).
 
-    A malformed body counts up to where it stops making sense.
+    A malformed body counts up to where it stops making sense. In C when built
+    (``common/_record_kernels.pyx``).
     """
+    if _KERNEL is not None:
+        try:
+            return _KERNEL.count_batch_entries(body, stop_after)  # type: ignore[no-any-return]
+        except (BufferError, TypeError, OverflowError):
+            pass  # a body the kernel cannot read flat: the reference reads it
+    return py_count_batch_entries(body, stop_after=stop_after)
+
+
+def py_count_batch_entries(body: BytesLike, *, stop_after: int) -> int:
+    """``count_batch_entries`` in Python: the reference."""
     view = memoryview(body).cast("B") if isinstance(body, memoryview) else memoryview(body)
     size = len(view)
     pos = count = 0
@@ -213,3 +225,7 @@ def merge_batch_properties(inner: str, batch: str) -> str:
     if inner and batch and not inner.endswith(PROPERTY_SEPARATOR):
         return f"{inner}{PROPERTY_SEPARATOR}{batch}"
     return inner + batch
+
+
+#: ``common/_record_kernels.pyx`` when built and not turned off.
+_KERNEL = load_kernel("aiorocketmq.common._record_kernels")

@@ -49,7 +49,7 @@ from aiorocketmq.common.message_codec import (
     encode_records,
     merge_batch_properties,
 )
-from aiorocketmq.common.msg_id import pack_ip
+from aiorocketmq.common.msg_id import offset_msg_ids, pack_ip
 from aiorocketmq.common.properties import MessageConst, properties_to_string
 from aiorocketmq.common.record_encoder import encode_batch_records
 from aiorocketmq.runtime.lifecycle import ServiceStateError
@@ -471,7 +471,7 @@ class MessagePutter:
             appended.physical_offset,
             appended.wrote_bytes,
             appended.queue_offset,
-            [f"{prefix}{offset:016X}" for offset in offsets]
+            offset_msg_ids(prefix, offsets)
             if offsets
             else [f"{prefix}{appended.physical_offset:016X}"],
             appended.store_timestamp,

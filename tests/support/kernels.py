@@ -71,6 +71,11 @@ def use_index_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> No
     )  # fmt: skip
 
 
+def use_batch_codec_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``batch_codec.count_batch_entries`` count in C ("c") or in Python."""
+    _use_kernel(implementation, monkeypatch, "aiorocketmq.common.batch_codec", _RECORD_KERNELS)
+
+
 def use_commit_log_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make a batch append frame and patch its records in C ("c") or in Python."""
     _use_kernel(implementation, monkeypatch, "aiorocketmq.store.commit_log", _RECORD_KERNELS)

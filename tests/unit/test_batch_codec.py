@@ -16,11 +16,13 @@ from aiorocketmq.common.batch_codec import (
     decode_batch_entries,
     encode_batch,
     merge_batch_properties,
+    py_count_batch_entries,
 )
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
 from aiorocketmq.common.message import Message
 from aiorocketmq.common.message_codec import decode_record, encode_record
 from aiorocketmq.common.properties import properties_to_string, string_to_properties
+from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip, use_batch_codec_kernel
 from tests.support.vectors import load_jsonl
 
 
@@ -242,7 +244,11 @@ def test_encode_rejects_what_the_format_cannot_carry() -> None:
         encode_batch([Message("T", b"", 0, {"lone": "\ud800"})])
 
 
-def test_count_batch_entries_stops_one_past_the_bound() -> None:
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_count_batch_entries_stops_one_past_the_bound(
+    implementation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_batch_codec_kernel(implementation, monkeypatch)
     body = encode_batch(Message("T", b"x" * i) for i in range(10))
     assert count_batch_entries(body, stop_after=100) == 10
     assert count_batch_entries(memoryview(body), stop_after=3) == 4
@@ -250,3 +256,20 @@ def test_count_batch_entries_stops_one_past_the_bound() -> None:
     # Garbage ends the count instead of looping: a zero or negative TOTALSIZE.
     assert count_batch_entries(b"\x00\x00\x00\x00" * 8, stop_after=100) == 0
     assert count_batch_entries(b"\xff\xff\xff\xff", stop_after=100) == 0
+
+    with pytest.raises(TypeError, match="C-contiguous"):  # the reference's answer
+        count_batch_entries(memoryview(body)[::2], stop_after=100)
+
+
+@given(
+    body=st.binary(max_size=64)
+    | st.lists(st.integers(-5, 40), max_size=12).map(
+        lambda sizes: b"".join(struct.pack(">i", n) + bytes(max(n - 4, 0)) for n in sizes)
+    ),
+    stop_after=st.integers(0, 12),
+)
+def test_the_count_kernel_counts_as_the_reference(body: bytes, stop_after: int) -> None:
+    kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
+    expected = py_count_batch_entries(body, stop_after=stop_after)
+    assert kernel.count_batch_entries(body, stop_after) == expected
+    assert kernel.count_batch_entries(bytearray(body), stop_after) == expected

@@ -16,9 +16,12 @@ from aiorocketmq.common.msg_id import (
     build_client_id,
     create_offset_msg_id,
     decode_offset_msg_id,
+    offset_msg_ids,
     pack_ip,
+    py_offset_msg_ids,
     unpack_ip,
 )
+from tests.support.kernels import kernel_or_skip
 
 
 class SettableClock:
@@ -202,3 +205,22 @@ def test_client_id() -> None:
     assert build_client_id("10.0.0.1", "myInstance", 123) == "10.0.0.1@myInstance"
     assert build_client_id("10.0.0.1", "i", 1, unit_name="unitA") == "10.0.0.1@i@unitA"
     assert build_client_id("10.0.0.1", "i", 1, unit_name="  ") == "10.0.0.1@i"
+
+
+@given(
+    host=st.sampled_from([("127.0.0.1", 10911), ("::1", 0), ("10.0.0.7", 65535)]),
+    offsets=st.lists(st.integers(0, 2**63 - 1), max_size=20),
+)
+def test_a_batch_s_offset_ids_are_each_offset_s_id(
+    host: tuple[str, int], offsets: list[int]
+) -> None:
+    prefix = create_offset_msg_id(*host, 0)[:-16]
+    expected = [create_offset_msg_id(*host, offset) for offset in offsets]
+    assert offset_msg_ids(prefix, offsets) == py_offset_msg_ids(prefix, offsets) == expected
+    kernel = kernel_or_skip("aiorocketmq.common._record_kernels")
+    assert kernel.offset_msg_ids(prefix, offsets) == expected
+
+
+@pytest.mark.parametrize("offsets", [[-1], [2**63], [1, 2**64]])
+def test_offsets_outside_int64_are_written_as_the_reference_writes_them(offsets: list[int]) -> None:
+    assert offset_msg_ids("7F000001", offsets) == py_offset_msg_ids("7F000001", offsets)
