@@ -15,14 +15,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from aiorocketmq.common.constants import MessageSysFlag
 from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.properties import MessageConst, string_to_properties
 from aiorocketmq.common.record_view import RecordView
 
-__all__ = ["DispatchRequest", "pack_units", "py_pack_units"]
+__all__ = ["DispatchRequest", "kernel_answer", "pack_units", "py_pack_units"]
 
 _UNIT: Final = struct.Struct(">qiq")
 """A ConsumeQueue unit: physical offset, size, tagsCode (``CQ_UNIT_DTYPE``)."""
@@ -104,16 +104,24 @@ class DispatchRequest:
         )
 
 
+def kernel_answer(name: str, requests: Sequence[DispatchRequest], *args: Any) -> Any:
+    """What the dispatch kernel's ``name`` answers for ``requests``, or NotImplemented
+    when the caller's reference must: the kernel is not built, ``requests`` is not a
+    list, or it holds a field the kernel cannot read as the reference does."""
+    if _KERNEL is None or type(requests) is not list:
+        return NotImplemented
+    try:
+        return getattr(_KERNEL, name)(requests, DispatchRequest, *args)
+    except (TypeError, OverflowError):
+        return NotImplemented
+
+
 def pack_units(requests: Sequence[DispatchRequest]) -> bytes | None:
     """The units of a non-empty run of ``requests`` packed back to back; None unless
     their queue offsets are consecutive and each record ends past the one before
-    (else ``ConsumeQueue.put`` sees a duplicate)."""
-    if _KERNEL is not None and type(requests) is list:
-        try:
-            return _KERNEL.pack_units(requests, DispatchRequest)  # type: ignore[no-any-return]
-        except (TypeError, OverflowError):
-            pass  # a field the kernel cannot read as the reference does: it answers
-    return py_pack_units(requests)
+    (else ``ConsumeQueue.put`` sees a duplicate). In C when built."""
+    packed = kernel_answer("pack_units", requests)
+    return py_pack_units(requests) if packed is NotImplemented else packed
 
 
 def py_pack_units(requests: Sequence[DispatchRequest]) -> bytes | None:

@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from aiorocketmq.common.constants import MessageSysFlag
-from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.store.consume_queue import ConsumeQueue
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
-from aiorocketmq.store.dispatch_request import DispatchRequest
+from aiorocketmq.store.dispatch_request import DispatchRequest, kernel_answer
 
 __all__ = [
     "RunsOutcome", "group_runs", "newest_arrivals", "put_runs", "py_group_runs",
@@ -79,12 +78,8 @@ def put_runs(table: ConsumeQueueTable, requests: Sequence[DispatchRequest]) -> R
 def group_runs(requests: Sequence[DispatchRequest]) -> dict[_QueueKey, list[DispatchRequest]]:
     """The requests that get a unit, per (topic, queue id), in CommitLog order (C when
     built: ``store/_dispatch_kernels.pyx``)."""
-    if _KERNEL is not None and type(requests) is list:
-        try:
-            return _KERNEL.group_runs(requests, DispatchRequest, _NO_UNIT)  # type: ignore[no-any-return]
-        except (TypeError, OverflowError):
-            pass  # a field the kernel cannot read as the reference does: it answers
-    return py_group_runs(requests)
+    runs = kernel_answer("group_runs", requests, _NO_UNIT)
+    return py_group_runs(requests) if runs is NotImplemented else runs
 
 
 def py_group_runs(requests: Sequence[DispatchRequest]) -> dict[_QueueKey, list[DispatchRequest]]:
@@ -103,12 +98,8 @@ def py_group_runs(requests: Sequence[DispatchRequest]) -> dict[_QueueKey, list[D
 def newest_arrivals(requests: Sequence[DispatchRequest]) -> Collection[DispatchRequest]:
     """The newest record of each (topic, queue id, tagsCode) among ``requests`` (C when
     built)."""
-    if _KERNEL is not None and type(requests) is list:
-        try:
-            return _KERNEL.newest_arrivals(requests, DispatchRequest)  # type: ignore[no-any-return]
-        except (TypeError, OverflowError):
-            pass  # a field the kernel cannot read as the reference does: it answers
-    return py_newest_arrivals(requests)
+    newest = kernel_answer("newest_arrivals", requests)
+    return py_newest_arrivals(requests) if newest is NotImplemented else newest
 
 
 def py_newest_arrivals(requests: Sequence[DispatchRequest]) -> Collection[DispatchRequest]:
@@ -120,7 +111,3 @@ def py_newest_arrivals(requests: Sequence[DispatchRequest]) -> Collection[Dispat
         if seen is None or seen.consume_queue_offset <= request.consume_queue_offset:
             newest[key] = request
     return newest.values()
-
-
-#: ``store/_dispatch_kernels.pyx`` when built and not turned off.
-_KERNEL = load_kernel("aiorocketmq.store._dispatch_kernels")

@@ -89,8 +89,10 @@ def use_dispatch_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) ->
 def use_dispatch_runs_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make a reput chunk's grouping, unit packing and notices run in C ("c") or in
     Python ("python")."""
-    for module in ("aiorocketmq.store.dispatch_runs", "aiorocketmq.store.dispatch_request"):
-        _use_kernel(implementation, monkeypatch, module, "aiorocketmq.store._dispatch_kernels")
+    _use_kernel(
+        implementation, monkeypatch, "aiorocketmq.store.dispatch_request",
+        "aiorocketmq.store._dispatch_kernels",
+    )  # fmt: skip
 
 
 def use_send_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
