@@ -78,3 +78,23 @@ def encode_one_record_into(
 def count_batch_entries(body: Any, stop_after: int) -> int: ...
 def offset_msg_ids(prefix: str, offsets: list[int]) -> list[str]: ...
 def body_crc32(data: Any) -> int: ...
+def place_batch_records(
+    buffer: Any,
+    pos: int,
+    room: int,
+    body: Any,
+    batch_raw: bytes,
+    topic_raw: bytes,
+    queue_id: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_raw: bytes,
+    born_port: int,
+    store_raw: bytes,
+    store_port: int,
+    reconsume_times: int,
+    max_messages: int,
+    base: int,
+    first_queue_offset: int,
+    store_timestamp: int,
+) -> tuple[int, list[int]] | int | None: ...

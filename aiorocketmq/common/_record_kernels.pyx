@@ -283,7 +283,7 @@ def encode_batch_records(
     int64_t born_timestamp, bytes born_raw, int32_t born_port, bytes store_raw,
     int32_t store_port, int32_t reconsume_times, Py_ssize_t max_messages,
 ):
-    """The records of a batch body, or None: see ``record_encoder.encode_batch_records``."""
+    """The records of a batch body, or None: see ``record_encoder.encode_batch_args``."""
     cdef Py_buffer buf
     PyObject_GetBuffer(body, &buf, PyBUF_SIMPLE)
     try:
@@ -296,50 +296,65 @@ def encode_batch_records(
         PyBuffer_Release(&buf)
 
 
-cdef object _encode_batch(
-    const uint8_t* data, Py_ssize_t size, bytes batch_raw, bytes topic_raw, int32_t queue_id,
-    int32_t sys_flag, int64_t born_timestamp, bytes born_raw, int32_t born_port,
-    bytes store_raw, int32_t store_port, int32_t reconsume_times, Py_ssize_t max_messages,
-):
+cdef Py_ssize_t _batch_size(
+    const uint8_t* data, Py_ssize_t size, Py_ssize_t batch_len, Py_ssize_t overhead,
+    Py_ssize_t max_messages,
+) noexcept:
+    """Pass 1: the records' total size, or -1 unless every entry is sound exactly as
+    decode_batch_entries requires and every record encodable (then the reference
+    decides, and words the refusal)."""
     cdef Py_ssize_t pos = 0, count = 0, out_size = 0, left, props_len_pos, merged, total
     cdef int32_t entry_total, body_len, props_len
-    cdef Py_ssize_t batch_len = len(batch_raw), topic_len = len(topic_raw)
-    cdef _Layout l = _layout(sys_flag)
-    cdef Py_ssize_t overhead = l.body + 3 + topic_len
-    # Pass 1: every entry sound exactly as decode_batch_entries requires, and every
-    # record encodable; else the reference decides (and words the refusal).
     while pos < size:
         if count >= max_messages:
-            return None
+            return -1
         left = size - pos
         if left < _ENTRY_MIN:
-            return None
+            return -1
         entry_total = _i32(data + pos)
         body_len = _i32(data + pos + 16)
         if body_len < 0 or body_len > left - _ENTRY_MIN:
-            return None
+            return -1
         props_len_pos = pos + 20 + body_len
         props_len = <int16_t>((data[props_len_pos] << 8) | data[props_len_pos + 1])
         if props_len < 0 or props_len_pos + 2 + props_len > size:
-            return None
+            return -1
         if entry_total != _ENTRY_MIN + body_len + props_len:
-            return None
+            return -1
         merged = props_len + batch_len + _separator(data + props_len_pos + 2, props_len, batch_len)
         total = overhead + body_len + merged
         if merged > _PROPERTIES_MAX or total > _INT32_MAX:
-            return None
+            return -1
         out_size += total
         count += 1
         pos += entry_total
-    if count == 0:
-        return None
-    out = bytearray(out_size)
-    cdef uint8_t* o = out
+    return out_size if count else -1
+
+
+cdef struct _Placed:
+    # Where pass 2 writes and what it patches in: all zero for records the append
+    # patches later (``encode_batch_records``), final for records encoded in place.
+    int64_t base              # the first record's CommitLog offset
+    int64_t first_queue_offset
+    int64_t store_timestamp
+    bint final
+
+
+cdef list _write_batch(
+    uint8_t* o, const uint8_t* data, Py_ssize_t size, bytes batch_raw, bytes topic_raw,
+    int32_t queue_id, int32_t sys_flag, int64_t born_timestamp, bytes born_raw,
+    int32_t born_port, bytes store_raw, int32_t store_port, int32_t reconsume_times,
+    _Placed* at,
+):
+    """Pass 2: the records at ``o``; with ``at.final``, their offsets."""
+    cdef _Layout l = _layout(sys_flag)
+    cdef Py_ssize_t batch_len = len(batch_raw), topic_len = len(topic_raw)
+    cdef Py_ssize_t pos = 0, index = 0, sep, merged, total, written = 0
+    cdef int32_t entry_total, body_len, props_len
     cdef uint8_t* r
     cdef const uint8_t* entry_body
     cdef const uint8_t* props
-    cdef Py_ssize_t sep
-    pos = 0
+    cdef list offsets = [] if at.final else None
     while pos < size:
         entry_total = _i32(data + pos)
         body_len = _i32(data + pos + 16)
@@ -348,20 +363,26 @@ cdef object _encode_batch(
         props = entry_body + body_len + 2
         sep = _separator(props, props_len, batch_len)
         merged = props_len + sep + batch_len
-        total = overhead + body_len + merged
+        total = l.body + 3 + topic_len + body_len + merged
         r = o
         _put32(r, <uint32_t>total)
         _put32(r + 4, _MAGIC_V1)
         _put32(r + 8, aiorocketmq_crc32(0, entry_body, body_len) & 0x7FFFFFFF)
         _put32(r + 12, <uint32_t>queue_id)
         _put32(r + 16, <uint32_t>_i32(data + pos + 12))  # the entry's flag
-        _put64(r + 20, 0)  # QUEUEOFFSET, PHYSICALOFFSET: the append patches them
-        _put64(r + 28, 0)
+        if at.final:  # QUEUEOFFSET, PHYSICALOFFSET, STORETIMESTAMP: else patched later
+            offsets.append(at.base + written)
+            _put64(r + 20, <uint64_t>(at.first_queue_offset + index))
+            _put64(r + 28, <uint64_t>(at.base + written))
+            _put64(r + l.store_ts, <uint64_t>at.store_timestamp)
+        else:
+            _put64(r + 20, 0)
+            _put64(r + 28, 0)
+            _put64(r + l.store_ts, 0)
         _put32(r + 36, <uint32_t>sys_flag)
         _put64(r + 40, <uint64_t>born_timestamp)
         memcpy(r + l.born_ip, <const char*>born_raw, l.born_ip_len)
         _put32(r + l.born_ip + l.born_ip_len, <uint32_t>born_port)
-        _put64(r + l.store_ts, 0)
         memcpy(r + l.store_ip, <const char*>store_raw, l.store_ip_len)
         _put32(r + l.store_ip + l.store_ip_len, <uint32_t>store_port)
         _put32(r + l.reconsume, <uint32_t>reconsume_times)
@@ -383,8 +404,75 @@ cdef object _encode_batch(
             r += 1
         memcpy(r, <const char*>batch_raw, batch_len)
         o += total
+        written += total
         pos += entry_total
+        index += 1
+    return offsets
+
+
+cdef object _encode_batch(
+    const uint8_t* data, Py_ssize_t size, bytes batch_raw, bytes topic_raw, int32_t queue_id,
+    int32_t sys_flag, int64_t born_timestamp, bytes born_raw, int32_t born_port,
+    bytes store_raw, int32_t store_port, int32_t reconsume_times, Py_ssize_t max_messages,
+):
+    cdef _Layout l = _layout(sys_flag)
+    cdef Py_ssize_t out_size = _batch_size(
+        data, size, len(batch_raw), l.body + 3 + len(topic_raw), max_messages
+    )
+    if out_size < 0:
+        return None
+    out = bytearray(out_size)
+    cdef _Placed zero
+    zero.base = zero.first_queue_offset = zero.store_timestamp = 0
+    zero.final = False
+    _write_batch(
+        out, data, size, batch_raw, topic_raw, queue_id, sys_flag, born_timestamp, born_raw,
+        born_port, store_raw, store_port, reconsume_times, &zero,
+    )
     return out
+
+
+def place_batch_records(
+    buffer, Py_ssize_t pos, Py_ssize_t room, body, bytes batch_raw, bytes topic_raw,
+    int32_t queue_id, int32_t sys_flag, int64_t born_timestamp, bytes born_raw,
+    int32_t born_port, bytes store_raw, int32_t store_port, int32_t reconsume_times,
+    Py_ssize_t max_messages, int64_t base, int64_t first_queue_offset, int64_t store_timestamp,
+):
+    """``encode_batch_records`` written at ``pos`` of ``buffer`` with the final
+    QUEUEOFFSET, PHYSICALOFFSET (``base`` onwards) and STORETIMESTAMP, as the append
+    would have patched them: ``(size, offsets)``. The size alone (an int, nothing
+    written) when the records take more than ``room`` bytes; None when the kernel
+    declines, as ``encode_batch_records``."""
+    cdef Py_buffer src, dst
+    cdef Py_ssize_t out_size
+    cdef _Layout l = _layout(sys_flag)
+    cdef _Placed at
+    PyObject_GetBuffer(body, &src, PyBUF_SIMPLE)
+    try:
+        out_size = _batch_size(
+            <const uint8_t*>src.buf, src.len, len(batch_raw), l.body + 3 + len(topic_raw),
+            max_messages,
+        )
+        if out_size < 0:
+            return None
+        if out_size > room:
+            return out_size
+        PyObject_GetBuffer(buffer, &dst, PyBUF_WRITABLE)
+        try:
+            if pos < 0 or pos + out_size > dst.len:
+                raise ValueError(f"{out_size} bytes do not fit at {pos} of {dst.len}")
+            at.base, at.first_queue_offset, at.store_timestamp = base, first_queue_offset, store_timestamp
+            at.final = True
+            offsets = _write_batch(
+                <uint8_t*>dst.buf + pos, <const uint8_t*>src.buf, src.len, batch_raw,
+                topic_raw, queue_id, sys_flag, born_timestamp, born_raw, born_port, store_raw,
+                store_port, reconsume_times, &at,
+            )
+        finally:
+            PyBuffer_Release(&dst)
+    finally:
+        PyBuffer_Release(&src)
+    return out_size, offsets
 
 
 cdef struct _One:
@@ -589,7 +677,7 @@ cdef inline Py_ssize_t _separator(
 
 def frame_records(records, Py_ssize_t min_size):
     """TOTALSIZE of each record back to back, or None if they do not fill ``records``
-    (``commit_log._frame_batch``)."""
+    (``commit_log_batch.frame_batch``)."""
     cdef Py_buffer buf
     cdef Py_ssize_t pos = 0, end
     cdef int32_t total
@@ -612,7 +700,7 @@ def frame_records(records, Py_ssize_t min_size):
 
 def patch_records(records, list sizes, int64_t base, int64_t first_queue_offset,
                   int64_t store_timestamp):
-    """``commit_log._patch_batch``: QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP of
+    """``commit_log_batch.patch_batch``: QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP of
     each framed record (the store time at 56, or 68 after a 16-byte born host); the
     records' physical offsets."""
     cdef Py_buffer buf

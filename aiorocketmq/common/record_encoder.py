@@ -16,9 +16,9 @@ from __future__ import annotations
 import mmap
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from aiorocketmq.common.batch_codec import DEFAULT_MAX_BATCH_MESSAGES
 from aiorocketmq.common.constants import (
@@ -38,9 +38,13 @@ __all__ = [
     "HOST_V6_BITS",
     "MIN_RECORD_SIZE",
     "RECORD_LAYOUTS",
+    "BatchPlacer",
     "RecordLayout",
+    "batch_kernel_args",
+    "batch_placer",
     "blank_record",
     "calc_msg_length",
+    "encode_batch_args",
     "encode_record",
     "encode_records",
     "patch_record",
@@ -237,7 +241,54 @@ def encode_records(
     return out
 
 
-def encode_batch_records(
+def encode_batch_args(args: tuple[Any, ...]) -> bytearray | None:
+    """A client batch body's records in one C pass, or None: then use the reference.
+
+    ``args`` come from ``batch_kernel_args``. Byte for byte ``encode_records`` of
+    ``decode_batch_entries(body)``, each entry's properties merged with the batch's
+    (``merge_batch_properties``). None when the kernel is not built, or for anything
+    the reference would refuse or word (a bad entry, too many, properties too long, an
+    empty body...): the caller then runs the reference, which gives the refusal its
+    exact text.
+    """
+    if _KERNEL is None:
+        return None
+    try:
+        records: bytearray | None = _KERNEL.encode_batch_records(*args)
+    except OverflowError:  # an int past its field: the reference's
+        return None
+    return records
+
+
+#: ``place(buffer, pos, room, base, first_queue_offset, store_timestamp)`` of
+#: ``batch_placer``: ``(size, offsets)``, the size alone when it does not fit, or None.
+BatchPlacer = Callable[[Any, int, int, int, int, int], "tuple[int, list[int]] | int | None"]
+
+
+def batch_placer(args: tuple[Any, ...]) -> BatchPlacer | None:
+    """``encode_batch_args`` of ``args`` as a function that writes the records where
+    the CommitLog says, with their final QUEUEOFFSET, PHYSICALOFFSET and
+    STORETIMESTAMP (``CommitLog.append_batch_in_place``): the bytes the append would
+    have patched into ``encode_batch_args``'s. None without the kernel."""
+    if _KERNEL is None:
+        return None
+    place = _KERNEL.place_batch_records
+
+    def placer(  # noqa: PLR0917 - BatchPlacer's positional call on the put path
+        buffer: Any, pos: int, room: int, base: int, first_queue_offset: int, stamp: int
+    ) -> tuple[int, list[int]] | int | None:
+        try:
+            placed: tuple[int, list[int]] | int | None = place(
+                buffer, pos, room, *args, base, first_queue_offset, stamp
+            )
+        except OverflowError:  # an offset or stamp past its field: the reference's
+            return None
+        return placed
+
+    return placer
+
+
+def batch_kernel_args(
     body: BytesLike,
     batch_properties: str,
     *,
@@ -249,15 +300,10 @@ def encode_batch_records(
     store_host: tuple[str, int],
     reconsume_times: int = 0,
     max_messages: int = DEFAULT_MAX_BATCH_MESSAGES,
-) -> bytearray | None:
-    """A client batch body's records in one C pass, or None: then use the reference.
-
-    Byte for byte ``encode_records`` of ``decode_batch_entries(body)``, each entry's
-    properties merged with ``batch_properties`` (``merge_batch_properties``). None when
-    the kernel is not built, or for anything the reference would refuse or word (a bad
-    entry, too many, properties too long, an empty body...): the caller then runs the
-    reference, which gives the refusal its exact text.
-    """
+) -> tuple[Any, ...] | None:
+    """The batch kernels' arguments, texts encoded and hosts packed; None without the
+    kernel, or for anything the reference would word (a text that does not encode, an
+    int past its field)."""
     if _KERNEL is None:
         return None
     try:
@@ -270,13 +316,12 @@ def encode_batch_records(
             born_port,
             store_port,
         )
-        records: bytearray | None = _KERNEL.encode_batch_records(
-            body, batch_raw, topic_raw, queue_id, sys_flag, born_timestamp, born_raw,
-            born_port, store_raw, store_port, reconsume_times, max_messages,
-        )  # fmt: skip
-    except (LocalProtocolError, OverflowError):  # an int past its field: the reference's
+    except LocalProtocolError:
         return None
-    return records
+    return (
+        body, batch_raw, topic_raw, queue_id, sys_flag, born_timestamp, born_raw, born_port,
+        store_raw, store_port, reconsume_times, max_messages,
+    )  # fmt: skip
 
 
 def _pack_hosts(

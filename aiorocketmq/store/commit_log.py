@@ -13,7 +13,10 @@ flush on its own, or await inside an append.
 The append is the put path's critical section, run on the event loop with no await
 and no system call, so no lock is needed (RocketMQ's put lock): it assigns the
 QUEUEOFFSET, patches QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP into the encoded
-record (``patch_record``), and copies it into the mapping. End-of-file rule (§3.6)::
+record (``patch_record``), and copies it into the mapping; or it hands the record
+kernel the place and the final fields, and the record is encoded there
+(``append_fields`` for a plain single put, ``append_batch_in_place`` for a batch).
+End-of-file rule (§3.6)::
 
     maxBlank = file_size - wrote_position
     record + 8 <= maxBlank  -> the record goes here
@@ -52,20 +55,19 @@ from aiorocketmq.common.constants import (
     MESSAGE_MAGIC_CODE_V2,
     MessageSysFlag,
 )
-from aiorocketmq.common.errors import ProtocolError
 from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.message import BytesLike
 from aiorocketmq.common.message_codec import (
     MIN_RECORD_SIZE,
     blank_record,
-    decode_record,
     patch_record,
 )
-from aiorocketmq.common.record_encoder import HOST_V6_BITS, RECORD_LAYOUTS
+from aiorocketmq.common.record_encoder import HOST_V6_BITS, RECORD_LAYOUTS, BatchPlacer
 from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.store.allocator import MappedFileAllocator
+from aiorocketmq.store.commit_log_batch import frame_batch, patch_batch, verify_records
 from aiorocketmq.store.config import FlushDiskType, MessageStoreConfig
-from aiorocketmq.store.errors import StoreError, StoreIOError
+from aiorocketmq.store.errors import StoreIOError
 from aiorocketmq.store.mapped_file import MappedFile, SelectedBuffer
 from aiorocketmq.store.mapped_file_queue import MappedFileQueue
 
@@ -238,7 +240,7 @@ class CommitLog:
                 store_timestamp=store_timestamp,
             )
             if self._verify:
-                _verify_records(record, 1)
+                verify_records(record, 1)
             mapped.append(record)
         except StoreIOError:
             log.exception("append failed queue_key=%s", queue_key)
@@ -311,7 +313,7 @@ class CommitLog:
         if aside is None:
             mapped.wrote_in_place(size)
         else:
-            _verify_records(aside, 1)
+            verify_records(aside, 1)
             mapped.append(aside)
         mapped.store_timestamp = store_timestamp
         table[queue_key] = queue_offset + 1
@@ -334,7 +336,7 @@ class CommitLog:
             UNKNOWN_ERROR also covers records that do not frame exactly.
         """
         size = len(records)
-        sizes = _frame_batch(records)
+        sizes = frame_batch(records)
         if sizes is None:
             log.error("batch of %d bytes does not frame into records", size)
             return AppendResult(AppendStatus.UNKNOWN_ERROR)
@@ -346,9 +348,9 @@ class CommitLog:
             if mapped is None:
                 return AppendResult(_NEED_FILE)
             base = mapped.file_from_offset + mapped.wrote_position
-            offsets = _patch_batch(records, sizes, base, first_queue_offset, store_timestamp)
+            offsets = patch_batch(records, sizes, base, first_queue_offset, store_timestamp)
             if self._verify:
-                _verify_records(records, len(sizes))
+                verify_records(records, len(sizes))
             mapped.append(records)
         except StoreIOError:
             log.exception("batch append failed queue_key=%s", queue_key)
@@ -358,6 +360,46 @@ class CommitLog:
         return AppendResult(
             _PUT_OK, base, size, first_queue_offset, store_timestamp, len(sizes), offsets
         )
+
+    def append_batch_in_place(
+        self, queue_key: str, store_timestamp: int, place: BatchPlacer
+    ) -> AppendResult | None:
+        """``append_batch`` of a batch that ``place`` (``record_encoder.batch_placer``)
+        encodes straight into the mapped file with its final QUEUEOFFSET, PHYSICALOFFSET
+        and STORETIMESTAMP: no records buffer, no copy, nothing patched.
+
+        Returns:
+            As ``append_batch``'s PUT_OK; None when the encoder declines, the batch
+            passes what a file takes, the file it needs is not ready, a write would
+            fail, or ``verify_writes`` is on. Then nothing is written or counted (a
+            BLANK may have closed the current file, as ``append_batch`` would have)
+            and ``append_batch`` decides.
+        """
+        if self._verify:
+            return None
+        first_queue_offset = self.topic_queue_table.get(queue_key, 0)
+        mapped = self.queue.last_file or self._writable(0)  # the store's first file
+        for _ in range(2):  # the current file, then the next one after a roll
+            if mapped is None or mapped.fail_writes is not None:
+                return None
+            pos = mapped.wrote_position
+            placed = place(
+                mapped.buffer, pos, mapped.file_size - pos - _BLANK_MIN,
+                mapped.file_from_offset + pos, first_queue_offset, store_timestamp,
+            )  # fmt: skip
+            if isinstance(placed, tuple):
+                size, offsets = placed
+                mapped.wrote_in_place(size)
+                mapped.store_timestamp = store_timestamp
+                self.topic_queue_table[queue_key] = first_queue_offset + len(offsets)
+                return AppendResult(
+                    _PUT_OK, offsets[0], size, first_queue_offset, store_timestamp,
+                    len(offsets), offsets,
+                )  # fmt: skip
+            if placed is None or placed + _BLANK_MIN > self.file_size:
+                return None  # declined, or no file takes it: append_batch decides
+            mapped = self._writable(placed)  # full, or the batch ends it: roll
+        return None
 
     def _writable(self, size: int) -> MappedFile | None:
         """The file ``size`` bytes go into, rolling with a BLANK record if needed.
@@ -534,64 +576,6 @@ def _default_allocator(config: MessageStoreConfig) -> MappedFileAllocator:
         msync_every_pages=msync_every,
         name="commitlog-allocate",
     )
-
-
-def _frame_batch(records: bytearray) -> list[int] | None:
-    """TOTALSIZE of each record back to back, or None if they do not fill ``records``."""
-    if _KERNEL is not None:
-        framed: list[int] | None = _KERNEL.frame_records(records, MIN_RECORD_SIZE)
-        return framed
-    sizes = []
-    pos, end = 0, len(records)
-    while pos < end:
-        if end - pos < MIN_RECORD_SIZE:
-            return None
-        total = _INT.unpack_from(records, pos)[0]
-        if total < MIN_RECORD_SIZE or pos + total > end:
-            return None
-        sizes.append(total)
-        pos += total
-    return sizes or None
-
-
-def _patch_batch(
-    records: bytearray, sizes: list[int], base: int, first_queue_offset: int, store_timestamp: int
-) -> list[int]:
-    """Patch every record of a batch placed at ``base``; return their offsets."""
-    if _KERNEL is not None:
-        try:
-            patched: list[int] = _KERNEL.patch_records(
-                records, sizes, base, first_queue_offset, store_timestamp
-            )
-            return patched
-        except OverflowError:
-            pass  # a value past int64: the loop below says so in patch_record's words
-    offsets = []
-    pos = 0
-    for index, record_size in enumerate(sizes):
-        offsets.append(base + pos)
-        patch_record(
-            records,
-            pos,
-            queue_offset=first_queue_offset + index,
-            physical_offset=base + pos,
-            store_timestamp=store_timestamp,
-        )
-        pos += record_size
-    return offsets
-
-
-def _verify_records(records: bytearray, count: int) -> None:
-    """``verify_writes``: every record decodes, with its CRC, and they fill the buffer."""
-    pos = 0
-    try:
-        for _ in range(count):
-            view = decode_record(records, pos, check_crc=True)
-            pos = view.end
-    except ProtocolError as exc:
-        raise StoreError(f"refusing to write a record that does not verify: {exc}") from exc
-    if pos != len(records):
-        raise StoreError(f"records end at {pos}, the buffer at {len(records)}")
 
 
 #: The record kernels (``common/_record_kernels.pyx``): a batch's framing and patching

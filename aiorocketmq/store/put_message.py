@@ -32,7 +32,7 @@ import errno
 import logging
 import struct
 from collections.abc import Awaitable, Callable
-from typing import Final
+from typing import Any, Final
 
 from aiorocketmq.common.clock import Clock
 from aiorocketmq.common.constants import (
@@ -51,7 +51,7 @@ from aiorocketmq.common.message_codec import (
 )
 from aiorocketmq.common.msg_id import offset_msg_ids, pack_ip
 from aiorocketmq.common.properties import MessageConst, properties_to_string
-from aiorocketmq.common.record_encoder import encode_batch_records
+from aiorocketmq.common.record_encoder import batch_kernel_args, batch_placer, encode_batch_args
 from aiorocketmq.runtime.lifecycle import ServiceStateError
 from aiorocketmq.store.commit_log import AppendResult, AppendStatus, CommitLog, queue_key
 from aiorocketmq.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
@@ -305,16 +305,33 @@ class MessagePutter:
         refused = self.check_store_status()
         if refused is not None:
             return self._failed(_refused(refused))
+        key = queue_key(batch.topic, batch.queue_id)
+        refusal = self._batch_refusal(batch)
+        placed = self._place_batch(batch, key) if refusal is None else None
+        if placed is not None:  # encoded straight into the file: no copy, no patch
+            return self._finish(placed, batch.topic, batch.store_host, batch.wait_store_msg_ok)
         records = self.encode_batch(batch)
         if isinstance(records, PutMessageResult):
             return self._failed(records)
-        key = queue_key(batch.topic, batch.queue_id)
         return self._append_and_finish(
             records, key, batch.topic, batch.store_host, batch.wait_store_msg_ok, batch=True
         )
 
-    def encode_batch(self, batch: MessageExtBatch) -> bytearray | PutMessageResult:
-        """Validate a batch and encode every entry (``checkMessages``, ``encode(batch)``)."""
+    def _place_batch(self, batch: MessageExtBatch, key: str) -> AppendResult | None:
+        """The batch's records encoded in place (``CommitLog.append_batch_in_place``);
+        None: ``encode_batch`` and ``append_batch`` take it, as before."""
+        try:
+            batch_props = properties_to_string(batch.properties)
+        except LocalProtocolError:
+            return None
+        args = _batch_args(batch, batch_props)
+        place = batch_placer(args) if args is not None else None
+        if place is None:
+            return None
+        return self._commit_log.append_batch_in_place(key, self._clock.now_ms(), place)
+
+    def _batch_refusal(self, batch: MessageExtBatch) -> PutMessageResult | None:
+        """``checkMessages``: what no batch may be (the refusal), else None."""
         illegal = PutMessageStatus.MESSAGE_ILLEGAL
         body = batch.body
         if len(batch.topic) > TOPIC_MAX_LENGTH:
@@ -325,6 +342,15 @@ class MessagePutter:
             return _refused(illegal, "a batch cannot be transactional")
         if parse_delay_level(batch.properties) != 0:
             return _refused(illegal, "a batch cannot be delayed")
+        return None
+
+    def encode_batch(self, batch: MessageExtBatch) -> bytearray | PutMessageResult:
+        """Validate a batch and encode every entry (``checkMessages``, ``encode(batch)``)."""
+        illegal = PutMessageStatus.MESSAGE_ILLEGAL
+        body = batch.body
+        refusal = self._batch_refusal(batch)
+        if refusal is not None:
+            return refusal
         fast = self._encode_batch_fast(batch)
         if fast is not None:
             return fast
@@ -367,12 +393,8 @@ class MessagePutter:
             batch_props = properties_to_string(batch.properties)
         except LocalProtocolError:
             return None
-        return encode_batch_records(
-            batch.body, batch_props, topic=batch.topic, queue_id=batch.queue_id,
-            sys_flag=batch.sys_flag, born_timestamp=batch.born_timestamp,
-            born_host=batch.born_host, store_host=batch.store_host,
-            reconsume_times=batch.reconsume_times,
-        )  # fmt: skip
+        args = _batch_args(batch, batch_props)
+        return None if args is None else encode_batch_args(args)
 
     # -- append and promises -------------------------------------------------------------
 
@@ -529,6 +551,16 @@ class MessagePutter:
     def _failed(self, result: PutMessageResult) -> PutMessageResult:
         self._stats.put_message_failed_times += 1
         return result
+
+
+def _batch_args(batch: MessageExtBatch, batch_props: str) -> tuple[Any, ...] | None:
+    """``batch_kernel_args`` of a batch put (its properties as ``batch_props``)."""
+    return batch_kernel_args(
+        batch.body, batch_props, topic=batch.topic, queue_id=batch.queue_id,
+        sys_flag=batch.sys_flag, born_timestamp=batch.born_timestamp,
+        born_host=batch.born_host, store_host=batch.store_host,
+        reconsume_times=batch.reconsume_times,
+    )  # fmt: skip
 
 
 def is_out_of_space(exc: BaseException) -> bool:

@@ -77,8 +77,10 @@ def use_batch_codec_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch)
 
 
 def use_commit_log_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make a batch append frame and patch its records in C ("c") or in Python."""
-    _use_kernel(implementation, monkeypatch, "aiorocketmq.store.commit_log", _RECORD_KERNELS)
+    """Make a batch append frame and patch its records in C ("c") or in Python, and a
+    single put's or a batch put's records be encoded in place ("c") or not."""
+    for module in ("aiorocketmq.store.commit_log", "aiorocketmq.store.commit_log_batch"):
+        _use_kernel(implementation, monkeypatch, module, _RECORD_KERNELS)
 
 
 def use_dispatch_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:

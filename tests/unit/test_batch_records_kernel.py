@@ -1,4 +1,4 @@
-"""encode_batch_records (the C batch encoder) against the reference it replaces.
+"""encode_batch_args (the C batch encoder) against the reference it replaces.
 
 The reference is ``decode_batch_entries`` + ``merge_batch_properties`` +
 ``encode_records``; the kernel must give its bytes, or decline (None) wherever the
@@ -22,7 +22,11 @@ from aiorocketmq.common.batch_codec import (
 )
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
 from aiorocketmq.common.message import Message
-from aiorocketmq.common.record_encoder import encode_batch_records, encode_records
+from aiorocketmq.common.record_encoder import (
+    batch_kernel_args,
+    encode_batch_args,
+    encode_records,
+)
 from tests.support.kernels import kernel_or_skip
 from tests.unit.test_message_codec import _HOST, _NAME, _TOPIC
 
@@ -47,6 +51,12 @@ _SHARED = st.fixed_dictionaries(
         "reconsume_times": st.integers(0, 2**31 - 1),
     }
 )
+
+
+def encode_batch_records(body: Any, batch_properties: str, **fields: Any) -> bytearray | None:
+    """The kernel's records of a batch body, as the broker's batch put asks for them."""
+    args = batch_kernel_args(body, batch_properties, **fields)
+    return None if args is None else encode_batch_args(args)
 
 
 @pytest.fixture(scope="module", autouse=True)

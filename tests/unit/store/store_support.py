@@ -9,11 +9,14 @@ Must not: hide what a test checks: every builder returns real objects on real fi
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from aiorocketmq.common.clock import ManualClock
 from aiorocketmq.common.message_codec import RecordView, decode_record
 from aiorocketmq.common.properties import properties_to_string
+from aiorocketmq.store.commit_log import CommitLog
 from aiorocketmq.store.config import MessageStoreConfig
 from aiorocketmq.store.inner_message import MessageExtBrokerInner
 from aiorocketmq.store.message_store import MessageStore
@@ -22,6 +25,7 @@ from tests.unit.store.helpers import BORN_HOST, STORE_HOST, small_config
 
 TOPIC = "TopicTest"
 BORN_TS = 1_700_000_000_000
+T = TypeVar("T")
 
 
 def inner(
@@ -90,3 +94,49 @@ def records(result: GetMessageResult) -> list[RecordView]:
 def bodies(result: GetMessageResult) -> list[bytes]:
     """The returned bodies, copied."""
     return [record.body for record in records(result)]
+
+
+def commit_log_bytes(log: CommitLog) -> bytes:
+    """Every byte the CommitLog holds, from its first file to its max offset."""
+    end = log.max_offset
+    out = bytearray()
+    for mapped in log.queue.files:
+        out += bytes(mapped.buffer[: min(mapped.file_size, end - mapped.file_from_offset)])
+    return bytes(out)
+
+
+async def put_watched(
+    root: Path,
+    items: Sequence[T],
+    put: Callable[[MessageStore, T], Awaitable[PutMessageResult]],
+    watched: str,
+    **config: Any,
+) -> tuple[list[PutMessageResult], bytes, list[bool]]:
+    """Put ``items`` one by one into a new store on a manual clock (3 ms apart).
+
+    Returns the results, the CommitLog's bytes, and per item whether the CommitLog's
+    method ``watched`` took it (answered something but None). The next file is ready
+    before each put, as the allocator normally has it: a put that finds it not ready
+    takes the general way, which waits for it.
+    """
+    clock = ManualClock()
+    store = await open_store(store_config(root, **config), clock=clock)
+    took: list[bool] = []
+    real = getattr(store.commit_log, watched)
+
+    def watch(*args: Any) -> Any:
+        answer = real(*args)
+        took[-1] = answer is not None
+        return answer
+
+    setattr(store.commit_log, watched, watch)
+    results = []
+    try:
+        for item in items:
+            await store.commit_log.allocator.idle()
+            took.append(False)
+            results.append(await put(store, item))
+            clock.advance(3)
+        return results, commit_log_bytes(store.commit_log), took
+    finally:
+        await store.shutdown()

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from aiorocketmq.common.constants import BLANK_MAGIC_CODE, MessageSysFlag
 from aiorocketmq.common.message_codec import decode_record, encode_record, scan_records
 from aiorocketmq.runtime.executor import BlockingExecutor
-from aiorocketmq.store import commit_log as commit_log_module
+from aiorocketmq.store import commit_log_batch
 from aiorocketmq.store.commit_log import AppendStatus, CommitLog, queue_key
 from aiorocketmq.store.errors import StoreError
 from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip, use_commit_log_kernel
@@ -285,18 +285,18 @@ def test_batch_framing_and_patching_in_c_equal_python(
         for host, body in zip(hosts, bodies, strict=False)
     )  # fmt: skip
     cut_records = records[: len(records) - cut % len(records)] if cut % 4 == 0 else records
-    saved = commit_log_module._KERNEL
+    saved = commit_log_batch._KERNEL
     try:
-        commit_log_module._KERNEL = None
-        want_sizes = commit_log_module._frame_batch(cut_records)
-        commit_log_module._KERNEL = kernel
-        assert commit_log_module._frame_batch(cut_records) == want_sizes
+        commit_log_batch._KERNEL = None
+        want_sizes = commit_log_batch.frame_batch(cut_records)
+        commit_log_batch._KERNEL = kernel
+        assert commit_log_batch.frame_batch(cut_records) == want_sizes
         if want_sizes is None:
             return
         by_c, by_py = bytearray(cut_records), bytearray(cut_records)
-        got = commit_log_module._patch_batch(by_c, want_sizes, base, first, stamp)
-        commit_log_module._KERNEL = None
-        want = commit_log_module._patch_batch(by_py, want_sizes, base, first, stamp)
+        got = commit_log_batch.patch_batch(by_c, want_sizes, base, first, stamp)
+        commit_log_batch._KERNEL = None
+        want = commit_log_batch.patch_batch(by_py, want_sizes, base, first, stamp)
     finally:
-        commit_log_module._KERNEL = saved
+        commit_log_batch._KERNEL = saved
     assert got == want and by_c == by_py

@@ -9,22 +9,22 @@ must have taken the plain way for exactly the messages that are plain.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from aiorocketmq.common.clock import ManualClock
 from aiorocketmq.common.constants import MessageSysFlag
 from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.common.record_encoder import HOST_V6_BITS
 from aiorocketmq.store import commit_log as commit_log_module
-from aiorocketmq.store.commit_log import CommitLog
 from aiorocketmq.store.inner_message import MessageExtBrokerInner
-from aiorocketmq.store.results import PutMessageStatus
+from aiorocketmq.store.message_store import MessageStore
+from aiorocketmq.store.results import PutMessageResult, PutMessageStatus
 from tests.support.kernels import kernel_or_skip
-from tests.unit.store.store_support import inner, open_store, store_config
+from tests.unit.store.store_support import inner, put_watched
 
 #: (message, whether it is plain: stored as sent, IPv4 hosts, nothing to refuse)
 Case = tuple[MessageExtBrokerInner, bool]
@@ -62,40 +62,14 @@ async def _put_all(
     tmp_path: Path, cases: list[Case], plain: bool, verify: bool = True
 ) -> tuple[list[Any], bytes, list[bool]]:
     """Results, the CommitLog's bytes, and per message whether the plain way stored it."""
-    clock = ManualClock()
-    config = store_config(tmp_path, max_message_size=65_536, verify_writes=verify)
-    store = await open_store(config, clock=clock)
-    took_plain: list[bool] = []
-    real_append_fields = store.commit_log.append_fields
+    assert (commit_log_module._KERNEL is not None) is plain
 
-    def watched_append_fields(*args: Any) -> Any:
-        appended = real_append_fields(*args)
-        took_plain[-1] = appended is not None
-        return appended
+    def put(store: MessageStore, case: Case) -> Awaitable[PutMessageResult]:
+        return store.put_message(replace(case[0], properties=dict(case[0].properties)))
 
-    store.commit_log.append_fields = watched_append_fields  # type: ignore[method-assign]
-    results = []
-    try:
-        assert store.commit_log.appends_fields is plain
-        for msg, _ in cases:
-            # The next file is ready before each put, as the allocator normally has it:
-            # a put that finds it not ready takes the general way, which waits for it.
-            await store.commit_log.allocator.idle()
-            took_plain.append(False)
-            result = await store.put_message(replace(msg, properties=dict(msg.properties)))
-            results.append(result)
-            clock.advance(3)
-        return results, _commit_log_bytes(store.commit_log), took_plain
-    finally:
-        await store.shutdown()
-
-
-def _commit_log_bytes(log: CommitLog) -> bytes:
-    end = log.max_offset
-    out = bytearray()
-    for mapped in log.queue.files:
-        out += bytes(mapped.buffer[: min(mapped.file_size, end - mapped.file_from_offset)])
-    return bytes(out)
+    return await put_watched(
+        tmp_path, cases, put, "append_fields", max_message_size=65_536, verify_writes=verify
+    )
 
 
 @pytest.mark.parametrize("verify", [True, False], ids=["verified aside", "into the file"])
