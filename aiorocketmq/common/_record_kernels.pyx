@@ -30,15 +30,6 @@ from types import MemberDescriptorType
 cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
     object PyUnicode_DecodeASCII(const char* data, Py_ssize_t size, const char* errors)
-    ctypedef struct _DescrType "PyTypeObject":
-        int (*tp_descr_set)(PyObject* descr, PyObject* obj, PyObject* value) except -1
-    _DescrType* Py_TYPE(object o)
-
-
-cdef inline void _set_slot(object descr, object obj, object value) except *:
-    # A slot's member descriptor set directly: the class's properties of the same
-    # names stand in front of these slots for ordinary attribute access.
-    Py_TYPE(descr).tp_descr_set(<PyObject*>descr, <PyObject*>obj, <PyObject*>value)
 
 
 # The slots a pulled message gets, in the order _build fills them.

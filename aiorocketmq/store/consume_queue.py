@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import struct
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +45,7 @@ import numpy as np
 from aiorocketmq.common.constants import CQ_STORE_UNIT_SIZE
 from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.store.allocator import MappedFileAllocator
-from aiorocketmq.store.dispatch_request import DispatchRequest, pack_units
+from aiorocketmq.store.dispatch_request import CQ_UNIT, DispatchRequest, pack_units
 from aiorocketmq.store.errors import StoreIOError
 from aiorocketmq.store.mapped_file import MappedFile, delete_files_blocking
 from aiorocketmq.store.mapped_file_queue import MappedFileQueue
@@ -66,7 +65,7 @@ log = logging.getLogger(__name__)
 CQ_UNIT_DTYPE: Final = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tags", ">i8")])
 """One ConsumeQueue unit; ``itemsize == 20``."""
 
-_UNIT: Final = struct.Struct(">qiq")
+_UNIT: Final = CQ_UNIT
 BLANK_UNIT: Final = _UNIT.pack(0, 0x7FFFFFFF, 0)
 """The pre-blank unit: physical offset 0, size Integer.MAX_VALUE, tagsCode 0."""
 

@@ -22,10 +22,10 @@ from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.properties import MessageConst, string_to_properties
 from aiorocketmq.common.record_view import RecordView
 
-__all__ = ["DispatchRequest", "kernel_answer", "pack_units", "py_pack_units"]
+__all__ = ["CQ_UNIT", "DispatchRequest", "kernel_answer", "pack_units", "py_pack_units"]
 
-_UNIT: Final = struct.Struct(">qiq")
-"""A ConsumeQueue unit: physical offset, size, tagsCode (``CQ_UNIT_DTYPE``)."""
+CQ_UNIT: Final = struct.Struct(">qiq")
+"""A ConsumeQueue unit: physical offset, size, tagsCode (``consume_queue.CQ_UNIT_DTYPE``)."""
 
 
 @dataclass(slots=True)
@@ -126,7 +126,7 @@ def pack_units(requests: Sequence[DispatchRequest]) -> bytes | None:
 
 def py_pack_units(requests: Sequence[DispatchRequest]) -> bytes | None:
     """``pack_units`` in Python: the reference."""
-    pack = _UNIT.pack
+    pack = CQ_UNIT.pack
     expect, last_end = requests[0].consume_queue_offset, -1
     parts = []
     for request in requests:

@@ -305,30 +305,22 @@ class MessagePutter:
         refused = self.check_store_status()
         if refused is not None:
             return self._failed(_refused(refused))
-        key = queue_key(batch.topic, batch.queue_id)
         refusal = self._batch_refusal(batch)
-        placed = self._place_batch(batch, key) if refusal is None else None
-        if placed is not None:  # encoded straight into the file: no copy, no patch
-            return self._finish(placed, batch.topic, batch.store_host, batch.wait_store_msg_ok)
-        records = self.encode_batch(batch)
+        if refusal is not None:
+            return self._failed(refusal)
+        key = queue_key(batch.topic, batch.queue_id)
+        args = _batch_args(batch)  # the kernels' arguments, prepared once; None: Python's
+        place = batch_placer(args) if args is not None else None
+        if place is not None:
+            placed = self._commit_log.append_batch_in_place(key, self._clock.now_ms(), place)
+            if placed is not None:  # encoded straight into the file: no copy, no patch
+                return self._finish(placed, batch.topic, batch.store_host, batch.wait_store_msg_ok)
+        records = self._encode_batch(batch, args)
         if isinstance(records, PutMessageResult):
             return self._failed(records)
         return self._append_and_finish(
             records, key, batch.topic, batch.store_host, batch.wait_store_msg_ok, batch=True
         )
-
-    def _place_batch(self, batch: MessageExtBatch, key: str) -> AppendResult | None:
-        """The batch's records encoded in place (``CommitLog.append_batch_in_place``);
-        None: ``encode_batch`` and ``append_batch`` take it, as before."""
-        try:
-            batch_props = properties_to_string(batch.properties)
-        except LocalProtocolError:
-            return None
-        args = _batch_args(batch, batch_props)
-        place = batch_placer(args) if args is not None else None
-        if place is None:
-            return None
-        return self._commit_log.append_batch_in_place(key, self._clock.now_ms(), place)
 
     def _batch_refusal(self, batch: MessageExtBatch) -> PutMessageResult | None:
         """``checkMessages``: what no batch may be (the refusal), else None."""
@@ -344,14 +336,16 @@ class MessagePutter:
             return _refused(illegal, "a batch cannot be delayed")
         return None
 
-    def encode_batch(self, batch: MessageExtBatch) -> bytearray | PutMessageResult:
-        """Validate a batch and encode every entry (``checkMessages``, ``encode(batch)``)."""
+    @staticmethod
+    def _encode_batch(
+        batch: MessageExtBatch, args: tuple[Any, ...] | None
+    ) -> bytearray | PutMessageResult:
+        """Encode every entry of a batch ``_batch_refusal`` let through (``encode(batch)``):
+        by the C kernel from ``args`` when it takes them, else by the reference, which
+        words any refusal."""
         illegal = PutMessageStatus.MESSAGE_ILLEGAL
         body = batch.body
-        refusal = self._batch_refusal(batch)
-        if refusal is not None:
-            return refusal
-        fast = self._encode_batch_fast(batch)
+        fast = None if args is None else encode_batch_args(args)
         if fast is not None:
             return fast
         try:
@@ -385,16 +379,6 @@ class MessagePutter:
             except LocalProtocolError as exc:
                 return _encode_failure(properties, exc)
         return out
-
-    @staticmethod
-    def _encode_batch_fast(batch: MessageExtBatch) -> bytearray | None:
-        """The batch's records by the C kernel; None: the reference path decides."""
-        try:
-            batch_props = properties_to_string(batch.properties)
-        except LocalProtocolError:
-            return None
-        args = _batch_args(batch, batch_props)
-        return None if args is None else encode_batch_args(args)
 
     # -- append and promises -------------------------------------------------------------
 
@@ -553,8 +537,13 @@ class MessagePutter:
         return result
 
 
-def _batch_args(batch: MessageExtBatch, batch_props: str) -> tuple[Any, ...] | None:
-    """``batch_kernel_args`` of a batch put (its properties as ``batch_props``)."""
+def _batch_args(batch: MessageExtBatch) -> tuple[Any, ...] | None:
+    """``batch_kernel_args`` of a batch put; None: the kernels are not built, or the
+    batch holds what the reference must word."""
+    try:
+        batch_props = properties_to_string(batch.properties)
+    except LocalProtocolError:
+        return None
     return batch_kernel_args(
         batch.body, batch_props, topic=batch.topic, queue_id=batch.queue_id,
         sys_flag=batch.sys_flag, born_timestamp=batch.born_timestamp,
