@@ -65,6 +65,7 @@ __all__ = ["Producer"]
 log = logging.getLogger(__name__)
 
 _C = MessageConst
+_UNIQ_KEY = _C.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _RETRY_PREFIX = "%RETRY%"
 _CHECKED_TOPICS_MAX = 1024  # topics known to pass the checks; forgotten past this
 
@@ -289,10 +290,11 @@ class Producer(InstanceMember):
             )
 
     def _set_uniq_id(self, msg: Message) -> str:
-        uniq = msg.uniq_key
+        # The properties dict directly, not the accessors: every send comes here.
+        properties = msg.properties
+        uniq = properties.get(_UNIQ_KEY)
         if uniq is None:
-            uniq = self._uniq.next_id()
-            msg.put_property(_C.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, uniq)
+            uniq = properties[_UNIQ_KEY] = self._uniq.next_id()
         return uniq
 
     def _prepare(self, msg: Message) -> _Outgoing:
@@ -302,9 +304,10 @@ class Producer(InstanceMember):
         if size >= self.config.compress_msg_body_over_howmuch:
             body = compress_body(body, self.config.zip_compress_level)
             sys_flag |= MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.COMPRESSION_ZLIB_TYPE
-        if (msg.get_property(_C.PROPERTY_TRANSACTION_PREPARED) or "").lower() == "true":
-            sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
         properties = msg.properties
+        prepared = properties.get(_C.PROPERTY_TRANSACTION_PREPARED)
+        if prepared is not None and prepared.lower() == "true":
+            sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
         reconsume, max_reconsume = 0, None
         if msg.topic.startswith(_RETRY_PREFIX):
             # Java moves these two properties into the header for retry topics (from a
@@ -313,16 +316,10 @@ class Producer(InstanceMember):
             reconsume = int(properties.pop(_C.PROPERTY_RECONSUME_TIME, "0"))
             raw_max = properties.pop(_C.PROPERTY_MAX_RECONSUME_TIMES, None)
             max_reconsume = None if raw_max is None else int(raw_max)
-        return _Outgoing(
-            msg.topic,
-            body,
-            sys_flag,
-            msg.flag,
-            properties_to_string(properties),
-            uniq,
-            reconsume_times=reconsume,
-            max_reconsume_times=max_reconsume,
-        )
+        return _Outgoing(  # positional: keywords cost ~0.2 µs of every send
+            msg.topic, body, sys_flag, msg.flag, properties_to_string(properties), uniq,
+            False, reconsume, max_reconsume,
+        )  # fmt: skip
 
     def _prepare_batch(self, msgs: Sequence[Message]) -> _Outgoing:
         """Java's ``MessageBatch.generateFromList`` rules, then encode."""
@@ -459,23 +456,26 @@ class Producer(InstanceMember):
         A plain def returning the send's awaitable: with the master's address known
         (every send but the first), no coroutine of its own runs per send.
         """
-        address = self.instance.find_broker_address_in_publish(mq.broker_name)
+        instance = self.instance
+        address = instance.find_broker_address_in_publish(mq.broker_name)
         if address is None:
             return self._send_kernel_after_route(out, mq, timeout_ms, oneway=oneway)
-        return self._send_to(address, out, mq, timeout_ms, oneway=oneway)
+        return self._send_to(instance, address, out, mq, timeout_ms, oneway)
 
     async def _send_kernel_after_route(
         self, out: _Outgoing, mq: MessageQueue, timeout_ms: int, *, oneway: bool
     ) -> SendResult | None:
         await self._find_publish_info(mq.topic)
-        address = self.instance.find_broker_address_in_publish(mq.broker_name)
+        instance = self.instance
+        address = instance.find_broker_address_in_publish(mq.broker_name)
         if address is None:
             raise BrokerNotFoundError(mq.broker_name)
-        return await self._send_to(address, out, mq, timeout_ms, oneway=oneway)
+        return await self._send_to(instance, address, out, mq, timeout_ms, oneway)
 
-    def _send_to(
-        self, address: str, out: _Outgoing, mq: MessageQueue, timeout_ms: int, *, oneway: bool
-    ) -> Awaitable[SendResult | None]:
+    def _send_to(  # noqa: PLR0917 - positional on every send
+        self, instance: ClientInstance, address: str, out: _Outgoing, mq: MessageQueue,
+        timeout_ms: int, oneway: bool,
+    ) -> Awaitable[SendResult | None]:  # fmt: skip
         cfg = self.config
         fields = v2_fields(
             self.group, out.topic, cfg.create_topic_key, cfg.default_topic_queue_nums,
@@ -484,7 +484,7 @@ class Producer(InstanceMember):
             mq.broker_name,
         )  # fmt: skip
         code = RequestCode.SEND_BATCH_MESSAGE if out.batch else RequestCode.SEND_MESSAGE_V2
-        return self.instance.api.send_message(
+        return instance.api.send_message(
             address, mq, code, fields, out.body, topic=out.topic, timeout_ms=timeout_ms,
             msg_id=out.msg_id, oneway=oneway,
         )  # fmt: skip

@@ -72,6 +72,7 @@ from aiorocketmq.remoting.errors import (
 )
 from aiorocketmq.remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder, encode_frame_buffers
 from aiorocketmq.remoting.held_bodies import HeldBodies, release_all
+from aiorocketmq.remoting.in_flight import InFlightSlots
 from aiorocketmq.remoting.processor_table import (
     Handler,
     HandlerResult,
@@ -299,23 +300,38 @@ class RemotingConnection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.abort()
 
-    async def invoke(self, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
+    async def invoke(
+        self, request: RemotingCommand, timeout_s: float, slots: InFlightSlots | None = None
+    ) -> RemotingCommand:
         """Send ``request`` and await its reply.
+
+        Args:
+            request: the request (its opaque is assigned here).
+            timeout_s: the time for the whole call, a wait for a slot included.
+            slots: hold one of these in-flight slots from before the write until the
+                reply (an endpoint's bound, taken here to spare the endpoint a
+                coroutine of its own per request).
 
         Raises:
             RemotingTimeoutError: no reply within ``timeout_s``.
             RemotingSendRequestError: the connection is or became closed.
+            RemotingTooMuchRequestError: no slot came within ``timeout_s``.
             LocalProtocolError: the request cannot be encoded.
         """
-        if self._write_paused:
-            await self._drain(timeout_s)
-        opaque = self._new_opaque()
-        request.opaque = opaque
-        request.flag &= ~(RPC_RESPONSE | RPC_ONEWAY)
-        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
-        self._pending[opaque] = future
-        timer = self._deadlines.add(opaque, future, timeout_s)
+        if slots is not None and not slots.take_now():
+            waited_from = self._loop.time()
+            await slots.take(timeout_s, self.remote_address)
+            timeout_s = max(0.001, timeout_s - (self._loop.time() - waited_from))
+        opaque, timer = 0, None
         try:
+            if self._write_paused:
+                await self._drain(timeout_s)
+            opaque = self._new_opaque()
+            request.opaque = opaque
+            request.flag &= ~(RPC_RESPONSE | RPC_ONEWAY)
+            future: asyncio.Future[RemotingCommand] = self._loop.create_future()
+            self._pending[opaque] = future
+            timer = self._deadlines.add(opaque, future, timeout_s)
             # Alone in flight (a sync send): written now, not in the next iteration.
             self.write_command(request, now=len(self._pending) == 1)
             return await future
@@ -324,6 +340,8 @@ class RemotingConnection(asyncio.Protocol):
                 timer.cancel()
             self._pending.pop(opaque, None)
             self._deadlines.done()
+            if slots is not None:
+                slots.give()
 
     async def invoke_oneway(self, request: RemotingCommand, timeout_s: float) -> None:
         """Send ``request`` with the oneway bit; no reply is expected."""

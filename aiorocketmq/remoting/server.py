@@ -21,7 +21,8 @@ import errno
 import logging
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from aiorocketmq.remoting.codes import ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
@@ -200,15 +201,12 @@ class RemotingServer:
             for waiter in slow:
                 waiter.cancel()
 
-    async def invoke(
+    def invoke(
         self, conn: RemotingConnection, request: RemotingCommand, timeout_s: float
-    ) -> RemotingCommand:
-        """Send a request to a client on its connection and await the reply."""
-        await self._async_slots.take(timeout_s, conn.remote_address)
-        try:
-            return await conn.invoke(request, timeout_s)
-        finally:
-            self._async_slots.give()
+    ) -> Coroutine[Any, Any, RemotingCommand]:
+        """Send a request to a client on its connection and await the reply (the
+        returned coroutine does it all, holding one of the async slots)."""
+        return conn.invoke(request, timeout_s, self._async_slots)
 
     async def invoke_oneway(
         self, conn: RemotingConnection, request: RemotingCommand, timeout_s: float = 3.0

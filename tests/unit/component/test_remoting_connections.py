@@ -158,6 +158,43 @@ async def test_client_in_flight_bound_refuses_after_its_timeout(h: Harness) -> N
     await held[1]
 
 
+async def test_client_slot_comes_back_however_a_request_ends(h: Harness) -> None:
+    """client_async_semaphore_value=1: after a reply, a timeout, a task cancelled before
+    it ran or while it waited, and a dropped connection, the one slot is free again
+    (the next request is answered, not refused after its timeout)."""
+    server = await h.server()
+    client = h.client(client_async_semaphore_value=1)
+
+    async def answered(key: str) -> None:
+        reply = await client.invoke(server.address, request(ECHO, key), 2000)
+        assert reply.ext_fields["key"] == key
+
+    await answered("reply")
+    with pytest.raises(RemotingTimeoutError):  # held past its timeout
+        await client.invoke(server.address, request(BLOCK, "slow"), 100)
+    h.gate.release("slow")
+    await answered("after-timeout")
+    never_ran = asyncio.create_task(client.invoke(server.address, request(ECHO), TIMEOUT_MS))
+    never_ran.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await never_ran
+    await answered("after-cancel-before-start")
+    held = asyncio.create_task(client.invoke(server.address, request(BLOCK, "held"), LONG_MS))
+    await wait_until(lambda: h.gate.keys()[-1:] == ["held"], what="the held request")
+    held.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await held
+    h.gate.release("held")
+    await answered("after-cancel-in-flight")
+    dropped = asyncio.create_task(client.invoke(server.address, request(BLOCK, "drop"), LONG_MS))
+    await wait_until(lambda: h.gate.keys()[-1:] == ["drop"], what="the request to drop")
+    client.close_connection(server.address)
+    with pytest.raises(RemotingSendRequestError):
+        await dropped
+    h.gate.release("drop")
+    await answered("after-drop")
+
+
 async def test_connection_listeners_hear_open_and_close(h: Harness) -> None:
     """on_open and on_close fire once each with the same connection; a failing listener
     does not stop the others."""
