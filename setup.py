@@ -18,6 +18,7 @@ from setuptools.command.build_ext import build_ext
 
 KERNELS = [
     "aiorocketmq/broker/_send_kernels.pyx",
+    "aiorocketmq/client/_produce_kernels.pyx",
     "aiorocketmq/common/_hash_kernels.pyx",
     "aiorocketmq/common/_props_kernels.pyx",
     "aiorocketmq/common/_record_kernels.pyx",

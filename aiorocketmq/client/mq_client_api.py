@@ -22,8 +22,10 @@ from aiorocketmq.client.results import (
     SEND_STATUS_BY_CODE,
     PullResult,
     SendResult,
+    SendStatus,
 )
 from aiorocketmq.common.errors import RemoteProtocolError
+from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.message import MessageExt, MessageQueue
 from aiorocketmq.common.protocol_bodies import (
     ConsumerListBody,
@@ -56,11 +58,14 @@ __all__ = [
     "MQClientAPI",
     "process_pull_response",
     "process_send_response",
+    "py_send_result",
     "send_fields_v2",
     "v2_fields",
 ]
 
 _T = TypeVar("_T")
+
+_KERNEL = load_kernel("aiorocketmq.client._produce_kernels")
 
 
 def _malformed(address: str, what: str, exc: Exception) -> MQBrokerError:
@@ -72,8 +77,9 @@ def _malformed(address: str, what: str, exc: Exception) -> MQBrokerError:
     )
 
 
-#: What a header or body parser raises for a reply it cannot read.
-_MALFORMED_REPLY: Final = (ProcessorError, RemoteProtocolError, ValueError)
+#: What a header or body parser raises for a reply it cannot read (TypeError: a field
+#: that is not text, which no decoder of ours gives but a peer's frame might).
+_MALFORMED_REPLY: Final = (ProcessorError, RemoteProtocolError, ValueError, TypeError)
 
 
 def _parse(address: str, what: str, parse: Callable[[], _T]) -> _T:
@@ -152,8 +158,27 @@ def process_send_response(
     status = SEND_STATUS_BY_CODE.get(reply.code)
     if status is None:
         raise MQBrokerError(reply.code, reply.remark, address=address)
+    if _KERNEL is not None:  # the usual reply, in C; anything else below
+        result: SendResult | None = _KERNEL.send_result(
+            SendResult, status, msg_id, reply.ext_fields, sent, topic, broker_name
+        )
+        if result is not None:
+            return result
+    return py_send_result(status, msg_id, reply.ext_fields, sent, topic, broker_name, address)
+
+
+def py_send_result(  # noqa: PLR0917 - the kernel's signature
+    status: SendStatus, msg_id: str | None, fields: dict[str, str], sent: MessageQueue | None,
+    topic: str, broker_name: str, address: str,
+) -> SendResult:  # fmt: skip
+    """The ``SendResult`` of a reply with a success code: the reference, and every
+    reply ``_produce_kernels.send_result`` leaves to it.
+
+    Raises:
+        MQBrokerError: a malformed header.
+    """
     try:
-        header = SendMessageResponseHeader.from_ext_fields(reply.ext_fields)
+        header = SendMessageResponseHeader.from_ext_fields(fields)
     except _MALFORMED_REPLY as exc:  # as _parse, without a closure per send
         raise _malformed(address, "send", exc) from exc
     queue_id = header.queue_id
@@ -164,7 +189,7 @@ def process_send_response(
         sent = MessageQueue(topic, broker_name, queue_id)
     return SendResult(
         status, msg_id, header.msg_id, sent, header.queue_offset, header.transaction_id,
-        header.msg_region or "DefaultRegion", reply.ext_fields.get("TRACE_ON") != "false",
+        header.msg_region or "DefaultRegion", fields.get("TRACE_ON") != "false",
     )  # fmt: skip
 
 

@@ -47,7 +47,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 #: The files the distribution is built from (pyproject's readme and license-files).
 #: The C kernels ``pip install`` compiles (setup.py) where a C compiler exists.
 KERNELS = (
-    "aiorocketmq.broker._send_kernels",
+    "aiorocketmq.broker._send_kernels", "aiorocketmq.client._produce_kernels",
     "aiorocketmq.common._hash_kernels", "aiorocketmq.common._props_kernels",
     "aiorocketmq.common._record_kernels", "aiorocketmq.remoting._frame_kernels",
     "aiorocketmq.store._dispatch_kernels", "aiorocketmq.store._index_kernels",

@@ -104,3 +104,11 @@ def use_send_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> Non
         implementation, monkeypatch, "aiorocketmq.broker.plain_send",
         "aiorocketmq.broker._send_kernels",
     )  # fmt: skip
+
+
+def use_produce_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make a send's reply become its ``SendResult`` in C ("c") or by the reference."""
+    _use_kernel(
+        implementation, monkeypatch, "aiorocketmq.client.mq_client_api",
+        "aiorocketmq.client._produce_kernels",
+    )  # fmt: skip

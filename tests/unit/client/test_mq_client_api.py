@@ -15,8 +15,16 @@ from aiorocketmq.client.results import (
 from aiorocketmq.common.message import MessageQueue
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
+from tests.support.kernels import IMPLEMENTATIONS, use_produce_kernel
 
 ADDR = "127.0.0.1:10911"
+
+
+@pytest.fixture(autouse=True, params=IMPLEMENTATIONS)
+def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every reply here is read by the C kernel ("c") and by the reference ("python")."""
+    use_produce_kernel(request.param, monkeypatch)
+    return str(request.param)
 
 
 def _reply(code: int, fields: dict[str, str], remark: str | None = None) -> RemotingCommand:

@@ -1,0 +1,87 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""C kernel of the producer: the ``SendResult`` of a usual SEND_MESSAGE* reply.
+
+Owns: ``send_result``, the compiled twin of ``mq_client_api.py_send_result`` for the
+reply nearly every send gets: ``msgId``, ``queueId`` and ``queueOffset`` as text of
+plain ASCII digits, ``TRACE_ON`` absent or one of Java's four spellings, an optional
+``transactionId`` and ``MSG_REGION``, and the queue the request named. The result is
+built in place (its slots written at their descriptors' offsets, as the pull decoder
+builds messages): no header object, no dataclass ``__init__``.
+
+Must not: answer anything the reference would answer differently. Any other shape (a
+missing or non-text field, a sign, a space, a number too long, another queue, an
+unusual ``TRACE_ON``) returns None, and the reference gives the answer, or the error,
+with its own words.
+"""
+
+from types import MemberDescriptorType
+
+from aiorocketmq.common._slots cimport _member_offset, _put
+
+# SendResult's fields in the order send_result fills them.
+cdef tuple _FIELDS = (
+    "status", "msg_id", "offset_msg_id", "message_queue", "queue_offset",
+    "transaction_id", "region_id", "trace_on",
+)
+_OFFSETS = {}  # class -> its _FIELDS' slot offsets
+cdef str _DEFAULT_REGION = "DefaultRegion"
+
+
+cdef object _digits(object text, Py_ssize_t most):
+    """The value of ``text`` when it is 1 to ``most`` ASCII digits; else None (what
+    ``isdigit() and isascii()`` with the length bounds accept, then ``int``)."""
+    cdef Py_ssize_t n, i
+    cdef long long value = 0
+    cdef Py_UCS4 c
+    if type(text) is not str:
+        return None
+    n = len(<str>text)
+    if n == 0 or n > most:
+        return None
+    for i in range(n):
+        c = (<str>text)[i]
+        if <long long>c < 48 or <long long>c > 57:  # not an ASCII digit
+            return None
+        value = value * 10 + (<long long>c - 48)
+    return value
+
+
+cdef inline bint _text_or_none(object value):
+    return value is None or type(value) is str
+
+
+def send_result(cls, status, msg_id, dict fields, sent, str topic, str broker_name):
+    """``cls(status, msg_id, msgId, sent, queueOffset, transactionId, MSG_REGION or
+    "DefaultRegion", TRACE_ON != "false")`` for a usual reply whose ``queueId`` is
+    ``sent``'s (and ``sent`` is on ``topic`` and ``broker_name``); None otherwise."""
+    if sent is None:
+        return None
+    offset_msg_id = fields.get("msgId")
+    queue_id = _digits(fields.get("queueId"), 9)
+    queue_offset = _digits(fields.get("queueOffset"), 18)
+    if type(offset_msg_id) is not str or queue_id is None or queue_offset is None:
+        return None
+    trace = fields.get("TRACE_ON")
+    if trace is not None and trace not in ("true", "false", "1", "0"):
+        return None
+    transaction_id = fields.get("transactionId")
+    region = fields.get("MSG_REGION")
+    if not _text_or_none(transaction_id) or not _text_or_none(region):
+        return None
+    if sent.queue_id != queue_id or sent.topic != topic or sent.broker_name != broker_name:
+        return None
+    offsets = _OFFSETS.get(cls)
+    if offsets is None:
+        offsets = _OFFSETS[cls] = tuple(
+            [_member_offset(cls, name, MemberDescriptorType) for name in _FIELDS]
+        )
+    result = object.__new__(cls)
+    _put(result, offsets[0], status)
+    _put(result, offsets[1], msg_id)
+    _put(result, offsets[2], offset_msg_id)
+    _put(result, offsets[3], sent)
+    _put(result, offsets[4], queue_offset)
+    _put(result, offsets[5], transaction_id)
+    _put(result, offsets[6], region if region else _DEFAULT_REGION)
+    _put(result, offsets[7], trace != "false")
+    return result
