@@ -1,8 +1,13 @@
-# The compiled twin of client.mq_client_api.py_send_result (_produce_kernels.pyx).
-from typing import Any
+# The compiled kernels of the producer (_produce_kernels.pyx).
+
+# The twin of client.mq_client_api.py_send_result.
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from aiorocketmq.client.results import SendResult, SendStatus
-from aiorocketmq.common.message import MessageQueue
+from aiorocketmq.common.message import Message, MessageQueue
+
+_T = TypeVar("_T")
 
 def send_result(
     cls: type[SendResult],
@@ -13,3 +18,14 @@ def send_result(
     topic: str,
     broker_name: str,
 ) -> SendResult | None: ...
+
+# The compiled twin of Producer._check_message + Producer._prepare for a usual message.
+def plain_outgoing(
+    cls: type[_T],
+    msg: Message,
+    checked_topics: set[str],
+    max_size: int,
+    compress_over: int,
+    next_id: Callable[[], str],
+    to_string: Callable[[dict[str, str]], str],
+) -> _T | None: ...

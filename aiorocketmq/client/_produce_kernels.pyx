@@ -85,3 +85,66 @@ def send_result(cls, status, msg_id, dict fields, sent, str topic, str broker_na
     _put(result, offsets[6], region if region else _DEFAULT_REGION)
     _put(result, offsets[7], trace != "false")
     return result
+
+
+# _Outgoing's fields in the order plain_outgoing fills them.
+cdef tuple _OUT_FIELDS = (
+    "topic", "body", "sys_flag", "flag", "properties", "msg_id", "batch",
+    "reconsume_times", "max_reconsume_times",
+)
+_OUT_OFFSETS = {}  # class -> its _OUT_FIELDS' slot offsets
+cdef str _UNIQ_KEY = "UNIQ_KEY"
+cdef str _PREPARED = "TRAN_MSG"
+cdef str _RETRY_PREFIX = "%RETRY%"
+
+
+def plain_outgoing(cls, msg, set checked_topics, Py_ssize_t max_size, Py_ssize_t compress_over,
+                   next_id, to_string):
+    """``cls(topic, body, 0, flag, to_string(properties), uniq, False, 0, None)`` for a
+    usual message, its UNIQ_KEY set from ``next_id()`` when absent; None otherwise.
+
+    Usual: a topic in ``checked_topics``, not a retry topic; a ``bytes``,
+    ``bytearray`` or ``memoryview`` body of 1 to ``max_size`` bytes and under
+    ``compress_over``; a ``dict`` of properties without a transaction flag. Nothing is
+    changed before the message is known to be usual.
+    """
+    topic = msg.topic
+    if type(topic) is not str or topic not in checked_topics:
+        return None
+    if (<str>topic).startswith(_RETRY_PREFIX):
+        return None
+    body = msg.body
+    cdef Py_ssize_t size
+    if type(body) is bytes or type(body) is bytearray:
+        size = len(body)
+    elif type(body) is memoryview:
+        size = (<object>body).nbytes
+    else:
+        return None
+    if size == 0 or size > max_size or size >= compress_over:
+        return None
+    properties = msg.properties
+    if type(properties) is not dict or _PREPARED in <dict>properties:
+        return None
+    flag = msg.flag
+    uniq = (<dict>properties).get(_UNIQ_KEY)
+    if uniq is None:
+        uniq = next_id()
+        (<dict>properties)[_UNIQ_KEY] = uniq
+    text = to_string(properties)
+    offsets = _OUT_OFFSETS.get(cls)
+    if offsets is None:
+        offsets = _OUT_OFFSETS[cls] = tuple(
+            [_member_offset(cls, name, MemberDescriptorType) for name in _OUT_FIELDS]
+        )
+    out = object.__new__(cls)
+    _put(out, offsets[0], topic)
+    _put(out, offsets[1], body)
+    _put(out, offsets[2], 0)
+    _put(out, offsets[3], flag)
+    _put(out, offsets[4], text)
+    _put(out, offsets[5], uniq)
+    _put(out, offsets[6], False)
+    _put(out, offsets[7], 0)
+    _put(out, offsets[8], None)
+    return out

@@ -51,6 +51,7 @@ from aiorocketmq.client.selectors import MessageQueueSelector
 from aiorocketmq.common.batch_codec import encode_batch
 from aiorocketmq.common.compression import compress_body
 from aiorocketmq.common.constants import MessageSysFlag
+from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.message import BytesLike, Message, MessageQueue
 from aiorocketmq.common.msg_id import UniqKeyGenerator
 from aiorocketmq.common.properties import MessageConst, properties_to_string
@@ -68,6 +69,7 @@ _C = MessageConst
 _UNIQ_KEY = _C.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _RETRY_PREFIX = "%RETRY%"
 _CHECKED_TOPICS_MAX = 1024  # topics known to pass the checks; forgotten past this
+_KERNEL = load_kernel("aiorocketmq.client._produce_kernels")
 
 
 @dataclass(slots=True)
@@ -187,8 +189,7 @@ class Producer(InstanceMember):
             MQRemotingError: the single attempt of a queue/selector send failed.
         """
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
-        self._check_message(msg)
-        out = self._prepare(msg)
+        out = self._outgoing(msg)
         if mq is not None or selector is not None:
             target = await self._resolve_queue(out, msg, mq, selector, arg)
             return await self._send_once(out, target, timeout)
@@ -209,8 +210,7 @@ class Producer(InstanceMember):
         pending ones. Validation errors are raised here, not through the task.
         """
         self.instance  # noqa: B018 - raises ClientStateError before start
-        self._check_message(msg)
-        out = self._prepare(msg)
+        out = self._outgoing(msg)
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
         if mq is not None or selector is not None:
 
@@ -240,8 +240,7 @@ class Producer(InstanceMember):
         arg: Any = None,
     ) -> None:
         """Send without waiting for any answer (one attempt; errors only locally)."""
-        self._check_message(msg)
-        out = self._prepare(msg)
+        out = self._outgoing(msg)
         target = await self._resolve_queue(out, msg, mq, selector, arg)
         await self._send_kernel(out, target, self.config.send_msg_timeout, oneway=True)
 
@@ -270,6 +269,20 @@ class Producer(InstanceMember):
         return list((await self._find_publish_info(topic)).message_queues)
 
     # -- preparation --------------------------------------------------------------------
+
+    def _outgoing(self, msg: Message) -> _Outgoing:
+        """``_check_message``, then ``_prepare``: for a usual message (a topic checked
+        before, a small body, no transaction or retry), one call of the C kernel."""
+        if _KERNEL is not None:
+            cfg = self.config
+            out: _Outgoing | None = _KERNEL.plain_outgoing(
+                _Outgoing, msg, self._checked_topics, cfg.max_message_size,
+                cfg.compress_msg_body_over_howmuch, self._uniq.next_id, properties_to_string,
+            )  # fmt: skip
+            if out is not None:
+                return out
+        self._check_message(msg)
+        return self._prepare(msg)
 
     def _check_message(self, msg: Message) -> None:
         """Java's ``Validators.checkMessage``."""
