@@ -24,8 +24,10 @@ from libc.string cimport memcpy
 
 from aiorocketmq.remoting._kernel_io cimport (
     PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8, _close_head, _in_int32, _int32, _open_head,
-    _Reader, _reserve, _usual_text, _whole_frame, _Writer,
+    _command_offsets, _new_command, _Reader, _reserve, _usual_text, _whole_frame, _Writer,
 )
+
+_COMMAND_OFFSETS = {}  # class -> where its fields live (``_command_offsets``)
 
 
 # ------------------------------------------------------------------------ decode
@@ -197,6 +199,7 @@ cdef tuple _split(const uint8_t* data, Py_ssize_t size, Py_ssize_t pos,
     cdef list commands = []
     cdef int64_t length
     cdef Py_ssize_t header_len, head
+    cdef tuple at = _command_offsets(cls, _COMMAND_OFFSETS)
     while True:
         length = _whole_frame(data, size, pos, max_frame_length, _MSGPACK, &header_len)
         if length < 0:
@@ -209,8 +212,10 @@ cdef tuple _split(const uint8_t* data, Py_ssize_t size, Py_ssize_t pos,
         body = PyBytes_FromStringAndSize(
             <const char*>(data + head + header_len), length - 4 - header_len
         )
-        commands.append(cls(code, opaque, flag, languages.get(language, other_language),
-                            version, remark, ext, body, serialize_type))
+        commands.append(_new_command(
+            at, cls, code, opaque, flag, languages.get(language, other_language), version,
+            remark, ext, body, serialize_type,
+        ))
         pos += 4 + length
     return commands, pos
 

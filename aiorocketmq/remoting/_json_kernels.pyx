@@ -25,8 +25,10 @@ from libc.string cimport strlen
 
 from aiorocketmq.remoting._kernel_io cimport (
     PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8, _close_head, _in_int32, _int32, _open_head,
-    _put, _Reader, _usual_text, _whole_frame, _Writer,
+    _command_offsets, _new_command, _put, _Reader, _usual_text, _whole_frame, _Writer,
 )
+
+_COMMAND_OFFSETS = {}  # class -> where its fields live (``_command_offsets``)
 
 
 # ------------------------------------------------------------------------ JSON decode
@@ -380,6 +382,7 @@ def split_json(buf, Py_ssize_t pos, Py_ssize_t max_frame_length, cls, dict langu
     cdef const uint8_t* data
     cdef int64_t length
     cdef Py_ssize_t header_len, head
+    cdef tuple at = _command_offsets(cls, _COMMAND_OFFSETS)
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
     try:
         data = <const uint8_t*>view.buf
@@ -396,8 +399,10 @@ def split_json(buf, Py_ssize_t pos, Py_ssize_t max_frame_length, cls, dict langu
             body = PyBytes_FromStringAndSize(
                 <const char*>(data + head + header_len), length - 4 - header_len
             )
-            commands.append(cls(code, opaque, flag, language, version, remark, ext, body,
-                                serialize_type))
+            commands.append(_new_command(
+                at, cls, code, opaque, flag, language, version, remark, ext, body,
+                serialize_type,
+            ))
             pos += 4 + length
         return commands, pos
     finally:

@@ -8,6 +8,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcpy
 
+from aiorocketmq.common._slots cimport _member_offset, _put as _put_slot
+
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
@@ -123,3 +125,42 @@ cdef inline int64_t _whole_frame(const uint8_t* data, Py_ssize_t size, Py_ssize_
     if (info >> 24) != serialize_type or 4 + header_len[0] > length:
         return -1
     return length
+
+
+# ------------------------------------------------------------------ a new command
+
+# A decoded frame's command is built in place: its slots written at their member
+# descriptors' offsets (``common/_slots.pxd``), not through the dataclass's
+# ``__init__`` (a Python frame per command, ~0.15 µs, on every frame either way).
+cdef inline tuple _command_offsets(cls, dict cache):
+    """Where ``cls``'s ten fields live (cached in ``cache``); ValueError if one is not
+    a slot."""
+    offsets = cache.get(cls)
+    if offsets is None:
+        from types import MemberDescriptorType
+        names = (
+            "code", "opaque", "flag", "language", "version", "remark", "ext_fields", "body",
+            "serialize_type", "body_parts",
+        )
+        offsets = cache[cls] = tuple(
+            [_member_offset(cls, name, MemberDescriptorType) for name in names]
+        )
+    return <tuple>offsets
+
+
+cdef inline object _new_command(tuple at, cls, code, opaque, flag, language, version,
+                                remark, ext, body, serialize_type):
+    """``cls(code, opaque, flag, language, version, remark, ext, body, serialize_type)``
+    with ``body_parts`` None, ``at`` being ``_command_offsets(cls)``."""
+    command = object.__new__(cls)
+    _put_slot(command, <Py_ssize_t>at[0], code)
+    _put_slot(command, <Py_ssize_t>at[1], opaque)
+    _put_slot(command, <Py_ssize_t>at[2], flag)
+    _put_slot(command, <Py_ssize_t>at[3], language)
+    _put_slot(command, <Py_ssize_t>at[4], version)
+    _put_slot(command, <Py_ssize_t>at[5], remark)
+    _put_slot(command, <Py_ssize_t>at[6], ext)
+    _put_slot(command, <Py_ssize_t>at[7], body)
+    _put_slot(command, <Py_ssize_t>at[8], serialize_type)
+    _put_slot(command, <Py_ssize_t>at[9], None)
+    return command
