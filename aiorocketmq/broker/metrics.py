@@ -120,11 +120,13 @@ class BrokerMetrics:
 
     # -- hook --------------------------------------------------------------------------
 
-    def observe(self, request: RemotingCommand, reply: RemotingCommand | None, secs: float) -> None:
+    def observe(
+        self, request: RemotingCommand, reply: RemotingCommand | bytes | None, secs: float
+    ) -> None:
         """The table's per-request hook: RPC latency, and pull traffic on success."""
         code = request.code
         self.rpc.observe(code, secs * 1000.0)
-        if code != _PULL or reply is None or reply.code != _SUCCESS:
+        if code != _PULL or type(reply) is not RemotingCommand or reply.code != _SUCCESS:
             return
         try:
             count, size = _count_records(reply)

@@ -77,12 +77,14 @@ class NamesrvMetrics:
         self._http = MetricsHttpServer(self.render, TEXT_CONTENT_TYPE, name="namesrv")
         self.port = 0
 
-    def observe(self, request: RemotingCommand, reply: RemotingCommand | None, secs: float) -> None:
+    def observe(
+        self, request: RemotingCommand, reply: RemotingCommand | bytes | None, secs: float
+    ) -> None:
         """The table's per-request hook."""
         code = request.code
         self.rpc.observe(code, secs * 1000.0)
         if code == _ROUTE:
-            if reply is not None and reply.code == _SUCCESS:
+            if type(reply) is RemotingCommand and reply.code == _SUCCESS:
                 self.route_found += 1
             else:
                 self.route_not_found += 1

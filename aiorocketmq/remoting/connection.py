@@ -64,13 +64,18 @@ from time import perf_counter
 from typing import Any
 
 from aiorocketmq.common.errors import LocalProtocolError, RemoteProtocolError
-from aiorocketmq.remoting.codes import ResponseCode
+from aiorocketmq.remoting.codes import CURRENT_VERSION, LanguageCode, ResponseCode
 from aiorocketmq.remoting.command import RPC_ONEWAY, RPC_RESPONSE, Body, BodyParts, RemotingCommand
 from aiorocketmq.remoting.errors import (
     RemotingSendRequestError,
     RemotingTimeoutError,
 )
-from aiorocketmq.remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder, encode_frame_buffers
+from aiorocketmq.remoting.frame import (
+    DEFAULT_MAX_FRAME_LENGTH,
+    FrameDecoder,
+    encode_frame_buffers,
+    kernel_head,
+)
 from aiorocketmq.remoting.held_bodies import HeldBodies, release_all
 from aiorocketmq.remoting.in_flight import InFlightSlots
 from aiorocketmq.remoting.processor_table import (
@@ -445,7 +450,10 @@ class RemotingConnection(asyncio.Protocol):
             self._reply(request, error_reply(request, exc, self.remote_address))
             return
         # Most handlers answer inline: test for that first (isawaitable costs ~0.3 us).
-        if type(result) is not RemotingCommand and inspect.isawaitable(result):
+        if (
+            type(result) is not RemotingCommand and type(result) is not bytes
+            and inspect.isawaitable(result)
+        ):  # fmt: skip
             task = self._loop.create_task(self._finish_async(request, result))
             self._tasks.add(task)
             task.add_done_callback(self._task_done)
@@ -491,12 +499,37 @@ class RemotingConnection(asyncio.Protocol):
             self._loop.call_soon(self._run_backlog)
         self._update_reading()
 
-    def _reply(self, request: RemotingCommand, reply: RemotingCommand | None) -> None:
+    def encode_reply(
+        self, request: RemotingCommand, code: int, ext_fields: dict[str, str]
+    ) -> bytes | None:
+        """``request.response_to(code, None, ext_fields)`` as this connection would
+        write it, already encoded, for a handler to return instead: no reply object and
+        no encoding step on the way out (a sent message's reply, every send).
+
+        None when the reply must go the usual way: it still owes the peer the
+        serialize-type advertisement, the request is oneway, or no kernel encodes it.
+        """
+        if self._advertise or request.flag & RPC_ONEWAY:
+            return None
+        return kernel_head(
+            request.serialize_type, code, LanguageCode.JAVA, CURRENT_VERSION, request.opaque,
+            RPC_RESPONSE, None, ext_fields, 0, self._max_frame,
+        )  # fmt: skip
+
+    def _reply(self, request: RemotingCommand, reply: RemotingCommand | bytes | None) -> None:
         # Go by the wire bit only: stock clients never set it, so "oneway" sends and
         # offset commits get answered and the client drops the answer.
         if reply is None or request.flag & RPC_ONEWAY or self.is_closed:
             if isinstance(reply, RemotingCommand) and reply.body_parts is not None:
                 reply.body_parts.release()  # dropped: its held records go back
+            return
+        if type(reply) is bytes:  # ``encode_reply``'s frame: ready for the wire
+            self.replies_sent += 1
+            self._out.append(reply)
+            self._out_bytes += len(reply)
+            if not self._in_read and not self._flush_scheduled:
+                self._flush_scheduled = True
+                self._loop.call_soon(self._flush)
             return
         if not isinstance(reply, RemotingCommand):
             reply = error_reply(

@@ -45,8 +45,6 @@ from aiorocketmq.remoting.body_pool import thread_body_pool
 from aiorocketmq.remoting.codes import LanguageCode, SerializeType
 from aiorocketmq.remoting.command import Body, BodyParts, RemotingCommand
 from aiorocketmq.remoting.header_values import (
-    INT16_MAX,
-    INT16_MIN,
     INT32_MAX,
     INT32_MIN,
     LANGUAGE_BY_NAME,
@@ -58,6 +56,7 @@ from aiorocketmq.remoting.header_values import (
     normalize_ext_fields,
     normalize_ext_value,
 )
+from aiorocketmq.remoting.rocketmq_header import decode_rocketmq_header, encode_rocketmq_header
 
 #: Largest frame accepted or sent, length field included (``com.rocketmq.remoting.frameMaxLength``).
 DEFAULT_MAX_FRAME_LENGTH = 16 * 1024 * 1024
@@ -67,9 +66,6 @@ MAX_HEADER_LENGTH = 0xFFFFFF
 _PREFIX = struct.Struct(">iI")
 _LENGTH = struct.Struct(">i")
 _HEADER_INFO = struct.Struct(">I")
-_BIN_FIXED = struct.Struct(">hbhii")
-_BIN_INT = struct.Struct(">i")
-_BIN_SHORT = struct.Struct(">h")
 
 _SERIALIZE_TYPES = {st.value: st for st in SerializeType}
 
@@ -161,66 +157,6 @@ def py_decode_json_header(data: Body) -> HeaderFields:
         remark,
         normalize_ext_fields(obj.get("extFields")),
     )
-
-
-# ------------------------------------------------------------------------- ROCKETMQ
-
-
-def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
-    """The binary header of ``RocketMQSerializable`` (code and version are shorts)."""
-    check_encodable(cmd, INT16_MIN, INT16_MAX)
-    try:
-        parts = [_BIN_FIXED.pack(cmd.code, cmd.language.value, cmd.version, cmd.opaque, cmd.flag)]
-        remark = cmd.remark.encode("utf-8") if cmd.remark else b""
-        parts += (_BIN_INT.pack(len(remark)), remark)
-        entries: list[bytes] = []
-        for key, value in cmd.ext_fields.items():
-            kb, vb = key.encode("utf-8"), value.encode("utf-8")
-            entries += (_BIN_SHORT.pack(len(kb)), kb, _BIN_INT.pack(len(vb)), vb)
-    except (struct.error, UnicodeEncodeError) as exc:
-        raise LocalProtocolError(f"cannot encode ROCKETMQ header: {exc}") from exc
-    ext = b"".join(entries)
-    parts += (_BIN_INT.pack(len(ext)), ext)
-    return b"".join(parts)
-
-
-def _take(data: memoryview, pos: int, size: int, what: str) -> int:
-    end = pos + size
-    if size < 0 or end > len(data):
-        raise RemoteProtocolError(f"ROCKETMQ header truncated in {what}")
-    return end
-
-
-def decode_rocketmq_header(data: Body) -> HeaderFields:
-    """Parse a ROCKETMQ binary header; every length is bounds-checked."""
-    view = memoryview(data)
-    pos = _take(view, 0, _BIN_FIXED.size, "fixed part")
-    code, language, version, opaque, flag = _BIN_FIXED.unpack_from(view, 0)
-    try:
-        (remark_len,) = _BIN_INT.unpack_from(view, pos)
-        pos = _take(view, pos + 4, remark_len, "remark")
-        remark = bytes(view[pos - remark_len : pos]).decode("utf-8") if remark_len > 0 else None
-        (ext_len,) = _BIN_INT.unpack_from(view, pos)
-        pos = _take(view, pos + 4, ext_len, "extFields")
-        ext_fields = _decode_bin_map(view[pos - ext_len : pos])
-    except (struct.error, UnicodeDecodeError) as exc:
-        raise RemoteProtocolError(f"bad ROCKETMQ header: {exc}") from exc
-    if pos != len(view):
-        raise RemoteProtocolError("ROCKETMQ header has trailing bytes")
-    return code, opaque, flag, language_of(language), version, remark, ext_fields
-
-
-def _decode_bin_map(view: memoryview) -> dict[str, str]:
-    out: dict[str, str] = {}
-    pos = 0
-    while pos < len(view):
-        (key_len,) = _BIN_SHORT.unpack_from(view, pos)
-        pos = _take(view, pos + 2, key_len, "extFields key")
-        key = bytes(view[pos - key_len : pos]).decode("utf-8")
-        (val_len,) = _BIN_INT.unpack_from(view, pos)
-        pos = _take(view, pos + 4, val_len, "extFields value")
-        out[key] = bytes(view[pos - val_len : pos]).decode("utf-8")
-    return out
 
 
 # -------------------------------------------------------------------------- MSGPACK
@@ -316,24 +252,34 @@ def encode_frame_parts(
 
 
 def _encode_head(cmd: RemotingCommand, body_length: int, max_frame_length: int) -> bytes:
-    if _KERNEL is not None and cmd.serialize_type is SerializeType.MSGPACK:
-        # The language goes as the IntEnum it is: an int to the kernel, no .value lookup.
-        head: bytes | None = _KERNEL.encode_msgpack_head(
-            SerializeType.MSGPACK, cmd.code, cmd.language, cmd.version, cmd.opaque,
-            cmd.flag, cmd.remark, cmd.ext_fields, body_length, max_frame_length,
-        )  # fmt: skip
-        if head is not None:  # the usual command; anything else (or an error) below
-            return head
-    elif _JSON_KERNEL is not None and cmd.serialize_type is SerializeType.JSON:
-        name = _LANGUAGE_NAMES.get(cmd.language)
-        if name is not None:
-            head = _JSON_KERNEL.encode_json_head(
-                cmd.code, name, cmd.version, cmd.opaque, cmd.flag, cmd.remark,
-                cmd.ext_fields, body_length, max_frame_length,
+    head = kernel_head(
+        cmd.serialize_type, cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag,
+        cmd.remark, cmd.ext_fields, body_length, max_frame_length,
+    )  # fmt: skip
+    return head if head is not None else py_encode_frame_head(cmd, max_frame_length)
+
+
+def kernel_head(  # noqa: PLR0917 - a command's fields, positional on every frame
+    serialize_type: SerializeType, code: int, language: LanguageCode, version: int,
+    opaque: int, flag: int, remark: str | None, ext: dict[str, str], body_length: int,
+    max_frame_length: int,
+) -> bytes | None:  # fmt: skip
+    """The head (length prefix, header info, header) of the frame of a command with
+    these fields, from the C kernel of its serialize type; None when no kernel takes
+    it (the reference then encodes, or refuses, the command)."""
+    if serialize_type is SerializeType.MSGPACK:
+        if _KERNEL is not None:  # the language as the IntEnum it is: an int to the kernel
+            return _KERNEL.encode_msgpack_head(  # type: ignore[no-any-return]
+                SerializeType.MSGPACK, code, language, version, opaque, flag, remark, ext,
+                body_length, max_frame_length,
             )  # fmt: skip
-            if head is not None:
-                return head
-    return py_encode_frame_head(cmd, max_frame_length)
+    elif _JSON_KERNEL is not None and serialize_type is SerializeType.JSON:
+        name = _LANGUAGE_NAMES.get(language)
+        if name is not None:
+            return _JSON_KERNEL.encode_json_head(  # type: ignore[no-any-return]
+                code, name, version, opaque, flag, remark, ext, body_length, max_frame_length
+            )
+    return None
 
 
 def py_encode_frame_head(cmd: RemotingCommand, max_frame_length: int) -> bytes:

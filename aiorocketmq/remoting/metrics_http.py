@@ -50,8 +50,9 @@ RPC_LATENCY_BUCKETS_MS: Final = (1.0, 3.0, 5.0, 7.0, 10.0, 100.0, 1000.0, 2000.0
 #: names), which every Prometheus 2.x and 3.x server reads.
 TEXT_CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
-RequestObserver = Callable[[RemotingCommand, RemotingCommand | None, float], None]
-"""``(request, reply or None, seconds)``: called once per handled request, on the loop."""
+RequestObserver = Callable[[RemotingCommand, RemotingCommand | bytes | None, float], None]
+"""``(request, reply or None, seconds)``: called once per handled request, on the loop
+(the reply as the handler gave it: an already encoded one is ``bytes``)."""
 
 #: Largest request head a scrape may send (request line + headers).
 _MAX_HEAD: Final = 16 * 1024
@@ -94,7 +95,10 @@ def _observed(handler: Handler, observer: RequestObserver) -> Handler:
             observer(request, None, perf_counter() - start)
             raise
         # Most handlers answer inline; check that first (isawaitable costs ~0.3 us).
-        if type(result) is RemotingCommand or result is None or not inspect.isawaitable(result):
+        if (
+            type(result) is RemotingCommand or type(result) is bytes or result is None
+            or not inspect.isawaitable(result)
+        ):  # fmt: skip
             observer(request, result, perf_counter() - start)
             return result
         return _finish(result, request, start, observer)

@@ -25,10 +25,11 @@ __all__ = ["Handler", "HandlerResult", "ProcessorTable", "error_reply", "not_sup
 
 log = logging.getLogger(__name__)
 
-HandlerResult: TypeAlias = RemotingCommand | Awaitable[RemotingCommand | None] | None
+HandlerResult: TypeAlias = RemotingCommand | bytes | Awaitable[RemotingCommand | None] | None
 #: A processor: gets the connection and the request, returns the reply (or None for
 #: no reply), either directly or as an awaitable. Plain functions answer inline, in
-#: the same ``data_received`` call, which is what keeps cheap requests cheap.
+#: the same ``data_received`` call, which is what keeps cheap requests cheap. An
+#: inline reply may also be the ``bytes`` of ``RemotingConnection.encode_reply``.
 Handler: TypeAlias = Callable[["RemotingConnection", RemotingCommand], HandlerResult]
 
 

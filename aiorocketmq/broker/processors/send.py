@@ -159,7 +159,7 @@ class SendProcessor:
 
     def process(
         self, conn: RemotingConnection, request: RemotingCommand
-    ) -> RemotingCommand | Awaitable[RemotingCommand]:
+    ) -> RemotingCommand | bytes | Awaitable[RemotingCommand]:
         """One send request -> its reply (a bad header raises ``HeaderFieldError``).
 
         The reply is returned inline when the store completed the put inline (no file
@@ -186,7 +186,7 @@ class SendProcessor:
 
     def _send_plain(
         self, conn: RemotingConnection, request: RemotingCommand, names: tuple[str, ...]
-    ) -> RemotingCommand | Awaitable[RemotingCommand] | None:
+    ) -> RemotingCommand | bytes | Awaitable[RemotingCommand] | None:
         """The usual single send in fewer steps; None: the general path takes it.
 
         Usual: a plain send (``broker.plain_send``) to a topic that passed the static
@@ -226,7 +226,9 @@ class SendProcessor:
                 fields = SendMessageResponseHeader.stored_fields(
                     plain_put[0], queue_id, plain_put[1], DEFAULT_REGION
                 )
-                return request.response_to(_PUT_OK_RESPONSE[0], None, fields)
+                code = _PUT_OK_RESPONSE[0]
+                encoded = conn.encode_reply(request, code, fields)
+                return encoded if encoded is not None else request.response_to(code, None, fields)
         msg = MessageExtBrokerInner(
             topic=topic, queue_id=queue_id, body=request.body, properties=props,
             properties_string=stored, flag=flag, sys_flag=sys_flag, born_timestamp=born,
