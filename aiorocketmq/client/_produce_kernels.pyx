@@ -14,9 +14,7 @@ unusual ``TRACE_ON``) returns None, and the reference gives the answer, or the e
 with its own words.
 """
 
-from types import MemberDescriptorType
-
-from aiorocketmq.common._slots cimport _member_offset, _put
+from aiorocketmq.common._slots cimport _cached_offsets, _put
 
 # SendResult's fields in the order send_result fills them.
 cdef tuple _FIELDS = (
@@ -70,11 +68,7 @@ def send_result(cls, status, msg_id, dict fields, sent, str topic, str broker_na
         return None
     if sent.queue_id != queue_id or sent.topic != topic or sent.broker_name != broker_name:
         return None
-    offsets = _OFFSETS.get(cls)
-    if offsets is None:
-        offsets = _OFFSETS[cls] = tuple(
-            [_member_offset(cls, name, MemberDescriptorType) for name in _FIELDS]
-        )
+    offsets = _cached_offsets(cls, _FIELDS, _OFFSETS)
     result = object.__new__(cls)
     _put(result, offsets[0], status)
     _put(result, offsets[1], msg_id)
@@ -132,11 +126,7 @@ def plain_outgoing(cls, msg, set checked_topics, Py_ssize_t max_size, Py_ssize_t
         uniq = next_id()
         (<dict>properties)[_UNIQ_KEY] = uniq
     text = to_string(properties)
-    offsets = _OUT_OFFSETS.get(cls)
-    if offsets is None:
-        offsets = _OUT_OFFSETS[cls] = tuple(
-            [_member_offset(cls, name, MemberDescriptorType) for name in _OUT_FIELDS]
-        )
+    offsets = _cached_offsets(cls, _OUT_FIELDS, _OUT_OFFSETS)
     out = object.__new__(cls)
     _put(out, offsets[0], topic)
     _put(out, offsets[1], body)

@@ -1,8 +1,9 @@
 # cython: language_level=3
 """What the kernels that build or read ``__slots__`` objects share
-(``common/_record_kernels.pyx``, ``store/_dispatch_kernels.pyx``): where a slot lives
-in an object, and a read and a write there. Inline, so each kernel compiles its own
-copy.
+(``common/_record_kernels.pyx``, ``store/_dispatch_kernels.pyx``,
+``client/_produce_kernels.pyx`` and the remoting kernels through ``_kernel_io.pxd``):
+where a slot lives in an object, and a read and a write there. Inline, so each kernel
+compiles its own copy.
 
 A slot is read and written at its member descriptor's offset, which is what the
 descriptor's ``__get__`` and ``__set__`` do, less the attribute lookup and the call:
@@ -48,3 +49,15 @@ cdef inline object _get(object obj, Py_ssize_t offset):
     if value == NULL:
         raise AttributeError(f"a slot of {type(obj).__name__} is not set")
     return <object>value
+
+
+cdef inline tuple _cached_offsets(object cls, tuple names, dict cache):
+    """Where each of ``names`` lives in a ``cls`` object (``_member_offset``), found
+    once per class and kept in ``cache``."""
+    offsets = cache.get(cls)
+    if offsets is None:
+        from types import MemberDescriptorType
+        offsets = cache[cls] = tuple(
+            [_member_offset(cls, name, MemberDescriptorType) for name in names]
+        )
+    return <tuple>offsets

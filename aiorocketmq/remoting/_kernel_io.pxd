@@ -8,7 +8,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.string cimport memcpy
 
-from aiorocketmq.common._slots cimport _member_offset, _put as _put_slot
+from aiorocketmq.common._slots cimport _cached_offsets, _put as _put_slot
 
 
 cdef extern from "Python.h":
@@ -135,17 +135,10 @@ cdef inline int64_t _whole_frame(const uint8_t* data, Py_ssize_t size, Py_ssize_
 cdef inline tuple _command_offsets(cls, dict cache):
     """Where ``cls``'s ten fields live (cached in ``cache``); ValueError if one is not
     a slot."""
-    offsets = cache.get(cls)
-    if offsets is None:
-        from types import MemberDescriptorType
-        names = (
-            "code", "opaque", "flag", "language", "version", "remark", "ext_fields", "body",
-            "serialize_type", "body_parts",
-        )
-        offsets = cache[cls] = tuple(
-            [_member_offset(cls, name, MemberDescriptorType) for name in names]
-        )
-    return <tuple>offsets
+    return _cached_offsets(cls, (
+        "code", "opaque", "flag", "language", "version", "remark", "ext_fields", "body",
+        "serialize_type", "body_parts",
+    ), cache)
 
 
 cdef inline object _new_command(tuple at, cls, code, opaque, flag, language, version,
