@@ -91,7 +91,7 @@ class RemotingClient:
         self, address: str, request: RemotingCommand, timeout_ms: int
     ) -> Coroutine[Any, Any, RemotingCommand]:
         """Send ``request`` to ``address`` and await the reply (the returned coroutine
-        does it all; nothing happens before it runs).
+        sends it when it runs).
 
         With a connection open and no signing to do, the coroutine is the
         connection's own: one coroutine less per request.
