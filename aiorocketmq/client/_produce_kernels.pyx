@@ -48,22 +48,23 @@ cdef inline bint _text_or_none(object value):
     return value is None or type(value) is str
 
 
-def send_result(cls, status, msg_id, dict fields, sent, str topic, str broker_name):
+def send_result(cls, status, msg_id, fields, sent, str topic, str broker_name):
     """``cls(status, msg_id, msgId, sent, queueOffset, transactionId, MSG_REGION or
-    "DefaultRegion", TRACE_ON != "false")`` for a usual reply whose ``queueId`` is
-    ``sent``'s (and ``sent`` is on ``topic`` and ``broker_name``); None otherwise."""
-    if sent is None:
+    "DefaultRegion", TRACE_ON != "false")`` for a usual reply (its fields a ``dict``)
+    whose ``queueId`` is ``sent``'s (and ``sent`` is on ``topic`` and ``broker_name``);
+    None otherwise."""
+    if sent is None or type(fields) is not dict:
         return None
-    offset_msg_id = fields.get("msgId")
-    queue_id = _digits(fields.get("queueId"), 9)
-    queue_offset = _digits(fields.get("queueOffset"), 18)
+    offset_msg_id = (<dict>fields).get("msgId")
+    queue_id = _digits((<dict>fields).get("queueId"), 9)
+    queue_offset = _digits((<dict>fields).get("queueOffset"), 18)
     if type(offset_msg_id) is not str or queue_id is None or queue_offset is None:
         return None
-    trace = fields.get("TRACE_ON")
+    trace = (<dict>fields).get("TRACE_ON")
     if trace is not None and trace not in ("true", "false", "1", "0"):
         return None
-    transaction_id = fields.get("transactionId")
-    region = fields.get("MSG_REGION")
+    transaction_id = (<dict>fields).get("transactionId")
+    region = (<dict>fields).get("MSG_REGION")
     if not _text_or_none(transaction_id) or not _text_or_none(region):
         return None
     if sent.queue_id != queue_id or sent.topic != topic or sent.broker_name != broker_name:

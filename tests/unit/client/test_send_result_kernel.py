@@ -110,6 +110,23 @@ def test_every_slot_of_the_result_is_set() -> None:
     assert repr(got).startswith("SendResult(status=")
 
 
+def test_fields_that_are_not_a_dict_go_to_the_reference() -> None:
+    kernel = kernel_or_skip("aiorocketmq.client._produce_kernels")
+    sent = MessageQueue(TOPIC, BROKER, 2)
+
+    class Fields(dict[str, str]):
+        pass
+
+    fields = Fields(msgId="M", queueId="2", queueOffset="7")
+    assert (
+        kernel.send_result(SendResult, SendStatus.SEND_OK, None, fields, sent, TOPIC, BROKER)
+        is None
+    )
+    assert (
+        kernel.send_result(SendResult, SendStatus.SEND_OK, None, None, sent, TOPIC, BROKER) is None
+    )
+
+
 def test_a_class_without_those_slots_is_refused() -> None:
     kernel = kernel_or_skip("aiorocketmq.client._produce_kernels")
 
