@@ -16,13 +16,16 @@ with its own words.
 
 from aiorocketmq.common._slots cimport _cached_offsets, _put
 
+from aiorocketmq.common.constants import DEFAULT_REGION, RETRY_GROUP_TOPIC_PREFIX
+from aiorocketmq.common.properties import MessageConst
+
 # SendResult's fields in the order send_result fills them.
 cdef tuple _FIELDS = (
     "status", "msg_id", "offset_msg_id", "message_queue", "queue_offset",
     "transaction_id", "region_id", "trace_on",
 )
 _OFFSETS = {}  # class -> its _FIELDS' slot offsets
-cdef str _DEFAULT_REGION = "DefaultRegion"
+cdef str _DEFAULT_REGION = DEFAULT_REGION
 
 
 cdef object _digits(object text, Py_ssize_t most):
@@ -88,9 +91,9 @@ cdef tuple _OUT_FIELDS = (
     "reconsume_times", "max_reconsume_times",
 )
 _OUT_OFFSETS = {}  # class -> its _OUT_FIELDS' slot offsets
-cdef str _UNIQ_KEY = "UNIQ_KEY"
-cdef str _PREPARED = "TRAN_MSG"
-cdef str _RETRY_PREFIX = "%RETRY%"
+cdef str _UNIQ_KEY = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+cdef str _PREPARED = MessageConst.PROPERTY_TRANSACTION_PREPARED
+cdef str _RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
 
 
 def plain_outgoing(cls, msg, set checked_topics, Py_ssize_t max_size, Py_ssize_t compress_over,

@@ -50,7 +50,7 @@ from aiorocketmq.client.results import SendResult, SendStatus
 from aiorocketmq.client.selectors import MessageQueueSelector
 from aiorocketmq.common.batch_codec import encode_batch
 from aiorocketmq.common.compression import compress_body
-from aiorocketmq.common.constants import MessageSysFlag
+from aiorocketmq.common.constants import RETRY_GROUP_TOPIC_PREFIX, MessageSysFlag
 from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.message import BytesLike, Message, MessageQueue
 from aiorocketmq.common.msg_id import UniqKeyGenerator
@@ -67,7 +67,6 @@ log = logging.getLogger(__name__)
 
 _C = MessageConst
 _UNIQ_KEY = _C.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
-_RETRY_PREFIX = "%RETRY%"
 _CHECKED_TOPICS_MAX = 1024  # topics known to pass the checks; forgotten past this
 _KERNEL = load_kernel("aiorocketmq.client._produce_kernels")
 
@@ -322,7 +321,7 @@ class Producer(InstanceMember):
         if prepared is not None and prepared.lower() == "true":
             sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
         reconsume, max_reconsume = 0, None
-        if msg.topic.startswith(_RETRY_PREFIX):
+        if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             # Java moves these two properties into the header for retry topics (from a
             # copy: the message keeps them).
             properties = dict(properties)
@@ -342,7 +341,7 @@ class Producer(InstanceMember):
         for msg in msgs:
             if msg.delay_time_level > 0:
                 raise InvalidArgumentError("TimeDelayLevel is not supported for batching")
-            if msg.topic.startswith(_RETRY_PREFIX):
+            if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 raise InvalidArgumentError("Retry Group is not supported for batching")
             if msg.topic != first.topic:
                 raise InvalidArgumentError(

@@ -383,10 +383,15 @@ class RemotingConnection(asyncio.Protocol):
             if parts is not None:
                 parts.release()  # never reaches the transport: give the records back now
             raise
-        self._out += buffers
-        self._out_bytes += len(buffers[0]) + cmd.body_length
         if parts is not None:
             self._out_parts.append(parts)
+        self._queue(buffers, len(buffers[0]) + cmd.body_length, now)
+
+    def _queue(self, buffers: list[Body], size: int, now: bool = False) -> None:
+        """Add encoded frames to this iteration's gather write (``now``: write at once
+        unless a read or a scheduled write will take them anyway)."""
+        self._out += buffers
+        self._out_bytes += size
         if not self._in_read and not self._flush_scheduled:
             if now:
                 self._flush()
@@ -525,11 +530,7 @@ class RemotingConnection(asyncio.Protocol):
             return
         if type(reply) is bytes:  # ``encode_reply``'s frame: ready for the wire
             self.replies_sent += 1
-            self._out.append(reply)
-            self._out_bytes += len(reply)
-            if not self._in_read and not self._flush_scheduled:
-                self._flush_scheduled = True
-                self._loop.call_soon(self._flush)
+            self._queue([reply], len(reply))
             return
         if not isinstance(reply, RemotingCommand):
             reply = error_reply(
