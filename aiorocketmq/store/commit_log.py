@@ -564,13 +564,18 @@ class CommitLog:
 def _default_allocator(config: MessageStoreConfig) -> MappedFileAllocator:
     sync_warm = config.warm_maped_file_enable and config.flush_disk_type is FlushDiskType.SYNC_FLUSH
     msync_every = config.flush_least_pages_when_warm_maped_file if sync_warm else 0
-    # Low-priority threads: the kernel zeroing a new file's pages must not take the loop's
-    # core. A roll may wait for a creation (short), never for warming (long).
+    # A low-priority thread creates files: the kernel zeroing a new file's pages must not
+    # take the loop's core. A roll may wait for a creation (short), never for warming.
+    # Whole-file warming runs only on idle cores; a window's warming at normal priority
+    # (it keeps pace with the writer, taking only the faults the writer would take).
     warm = config.warm_commit_log_files or config.warm_maped_file_enable
+    ahead = 0 if config.warm_maped_file_enable else config.warm_commit_log_ahead_bytes
+    warm_pool = BlockingExecutor("store-warm", 1, idle=not ahead, prestart=True) if warm else None
     return MappedFileAllocator(
         BlockingExecutor("store-allocate", 1, nice=_ALLOCATE_NICE, prestart=True),
         owns_executor=True,
-        warm_executor=BlockingExecutor("store-warm", 1, idle=True, prestart=True) if warm else None,
+        warm_executor=warm_pool,
+        warm_ahead=ahead,
         preallocate=config.preallocate_commit_log_blocks,
         warm=warm,
         msync_every_pages=msync_every,

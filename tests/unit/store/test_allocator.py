@@ -4,9 +4,11 @@ waiting when ready, retried after a failure, and never left behind at shutdown."
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +24,7 @@ from aiorocketmq.store.mapped_file import (
     offset_to_file_name,
 )
 from tests.support.wait import wait_until
+from tests.unit.store.helpers import small_config, started_commit_log
 
 SIZE = 8192
 
@@ -99,6 +102,54 @@ async def test_a_file_is_handed_out_before_warming_which_goes_on_ahead_of_the_wr
     ]
     assert mapped.path.read_bytes() == data + bytes(size - len(data))
     mapped.shutdown()
+
+
+@needs_populate
+async def test_a_window_warming_keeps_its_distance_parks_and_follows_the_writer(
+    tmp_path: Path, executor: BlockingExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warming = GatedWarming(monkeypatch)
+    warming.gate.set()
+    ahead = WARM_STEP_BYTES // 2
+    size = WARM_STEP_BYTES + ahead + 3 * OS_PAGE_SIZE
+    allocator = MappedFileAllocator(executor, warm=True, warm_ahead=ahead)
+    await allocator.start()
+    mapped = await allocator.allocate(tmp_path / offset_to_file_name(0), size)
+    await allocator.idle()  # parked behind a writer that has not written: idle
+    assert [c[1:3] for c in warming.calls] == [(0, ahead)]
+    assert allocator.warming_paths == {mapped.path}, "parked, not ended"
+    # The writer uses more than half the window: the warming goes on from where it
+    # stopped to the window's end past the writer, in steps of at most WARM_STEP_BYTES.
+    mapped.append(b"\x01" * (ahead // 2 + 10))
+    wake_end = -(-(ahead // 2 + 10 + ahead) // OS_PAGE_SIZE) * OS_PAGE_SIZE
+    await wait_until(lambda: len(warming.calls) == 2, what="the parked warming woke")
+    await allocator.idle()
+    assert [c[1:3] for c in warming.calls] == [(0, ahead), (ahead, wake_end)]
+    # A writer that fills the file ends the warming, wherever it was.
+    mapped.append(b"\x02" * (size - mapped.wrote_position))
+    await wait_until(lambda: not allocator.warming_paths, what="the warming ended")
+    assert all(end <= size for _, _, end, _ in warming.calls)
+    await allocator.shutdown()
+    assert not allocator.failures
+    mapped.shutdown()
+
+
+@needs_populate
+async def test_shutdown_ends_a_parked_window_warming_at_once(
+    tmp_path: Path, executor: BlockingExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warming = GatedWarming(monkeypatch)
+    warming.gate.set()
+    allocator = MappedFileAllocator(executor, warm=True, warm_ahead=OS_PAGE_SIZE * 4)
+    await allocator.start()
+    path = tmp_path / offset_to_file_name(0)
+    allocator.prepare(path, 3 * WARM_STEP_BYTES)
+    await allocator.idle()
+    assert [c[1:3] for c in warming.calls] == [(0, OS_PAGE_SIZE * 4)]
+    assert allocator.warming_paths == {path}
+    await asyncio.wait_for(allocator.shutdown(), 10)
+    assert not allocator.warming_paths
+    assert not allocator.failures and not path.exists()
 
 
 @needs_populate
@@ -202,3 +253,41 @@ async def test_shutdown_deletes_unused_and_in_flight_files(
     with pytest.raises(ServiceStateError):
         await allocator.allocate(unused, SIZE)
     taken.shutdown()
+
+
+@needs_populate
+@pytest.mark.parametrize("rocketmq_warm", [False, True])
+async def test_a_commit_log_warms_a_window_by_default_and_the_whole_file_as_rocketmq(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rocketmq_warm: bool
+) -> None:
+    calls: list[tuple[int, int, bool]] = []  # the first file's: range, and idle or not
+    real = MappedFile.warm_range_blocking
+
+    def record(mapped: MappedFile, start: int, end: int, *args: Any) -> bool:
+        if mapped.path.name == offset_to_file_name(0):
+            idle = os.sched_getscheduler(0) == getattr(os, "SCHED_IDLE", -1)
+            calls.append((start, end, idle))
+        return real(mapped, start, end, *args)
+
+    monkeypatch.setattr(MappedFile, "warm_range_blocking", record)
+    size, ahead = 4 * WARM_STEP_BYTES, WARM_STEP_BYTES + OS_PAGE_SIZE
+    config = small_config(
+        tmp_path,
+        mapped_file_size_commit_log=size,
+        warm_commit_log_ahead_bytes=ahead,
+        warm_maped_file_enable=rocketmq_warm,
+    )
+    async with BlockingExecutor("test-store") as executor:
+        log = await started_commit_log(config, executor)
+        try:
+            if rocketmq_warm:  # RocketMQ's warming: every page, on idle cores only
+                assert [c[:2] for c in calls] == [
+                    (n, n + WARM_STEP_BYTES) for n in range(0, size, WARM_STEP_BYTES)
+                ]
+                assert all(idle for *_, idle in calls) == hasattr(os, "SCHED_IDLE")
+            else:  # the default: a window ahead of the writer, at normal priority
+                assert [c[:2] for c in calls] == [(0, WARM_STEP_BYTES), (WARM_STEP_BYTES, ahead)]
+                assert not any(idle for *_, idle in calls)
+                assert log.allocator.warming_paths, "parked behind the writer"
+        finally:
+            await log.shutdown()

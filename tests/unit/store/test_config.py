@@ -108,6 +108,7 @@ def test_every_java_field_is_an_alias() -> None:
     ours = aliases - set(JAVA_FIELDS)
     assert ours == {
         "warmCommitLogFiles",
+        "warmCommitLogAheadBytes",
         "preallocateCommitLogBlocks",
         "verifyWrites",
         "diskSpaceWarningLevelRatio",
