@@ -170,6 +170,10 @@ class ConsumeStatus:
         return out
 
 
+_CPP_EMPTY_MQ_TABLE: Final = b'{"mqTable":}'
+"""How the C++ client's running info begins while it holds no queue (not JSON)."""
+
+
 @dataclass(slots=True)
 class ConsumerRunningInfo:
     """A consumer client's view of one group (see the module docstring)."""
@@ -196,8 +200,13 @@ class ConsumerRunningInfo:
 
     @classmethod
     def decode(cls, data: Body) -> ConsumerRunningInfo:
-        """Parse fastjson's text. Raises ``RemoteProtocolError``."""
-        d = fj.as_dict(loads_object_keys(data), "ConsumerRunningInfo")
+        """Parse fastjson's text, or the C++ client's. Raises ``RemoteProtocolError``."""
+        raw = data.encode() if isinstance(data, str) else bytes(data)
+        if raw.startswith(_CPP_EMPTY_MQ_TABLE):
+            # The C++ client writes its mqTable by hand in front of the rest and, with no
+            # queue yet, erases the table's "{" instead of a trailing comma.
+            raw = b'{"mqTable":{}' + raw[len(_CPP_EMPTY_MQ_TABLE) :]
+        d = fj.as_dict(loads_object_keys(raw), "ConsumerRunningInfo")
         props = fj.as_dict(d.get("properties") or {}, "properties")
         status = fj.as_dict(d.get("statusTable") or {}, "statusTable")
         return cls(

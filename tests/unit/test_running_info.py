@@ -65,6 +65,21 @@ def test_decode_takes_standard_json_keys_and_missing_fields() -> None:
     assert info.status_table == {} and info.jstack is None
 
 
+def test_decode_takes_the_cpp_clients_body_before_it_holds_a_queue() -> None:
+    # As the C++ client builds it: compact JSON, then its hand-written mqTable put in
+    # front; with no queue the table's "{" is erased in place of a trailing comma.
+    rest = json.dumps(
+        {"jstack": "", "properties": {PROP_CONSUME_TYPE: "CONSUME_PASSIVELY"}},
+        separators=(",", ":"),
+    )
+    empty = b'{"mqTable":},' + rest[1:].encode() + b"\n"
+    info = ConsumerRunningInfo.decode(empty)
+    assert info.mq_table == {} and info.properties == {PROP_CONSUME_TYPE: "CONSUME_PASSIVELY"}
+    queue = json.dumps(MQ0.to_json_dict()) + ':{"commitOffset":4}'
+    held = b'{"mqTable":{' + queue.encode() + b"}," + rest[1:].encode()
+    assert ConsumerRunningInfo.decode(held).mq_table == {MQ0: ProcessQueueInfo(commit_offset=4)}
+
+
 def test_format_string_is_javas_layout() -> None:
     text = _info().format_string()
     lines = text.splitlines()
