@@ -24,8 +24,9 @@ Each step holds the file, so it is never unmapped under the pool thread. Two ext
   in a pool whose thread runs at idle CPU priority, since it zeroes and dirties the
   whole file at once.
 
-Where the kernel cannot populate, RocketMQ's zero-byte warming of the whole file runs
-in the creation instead, before the file is handed out (it writes to the file).
+Where the kernel cannot populate (Linux < 5.14), RocketMQ's zero-byte warming of the
+whole file runs in the creation instead, before the file is handed out (it writes to
+the file); a window is not warmed there.
 
 Must not: register files in a queue (the queue does, on the loop), create files on
 the loop, or leave a prepared file behind: at shutdown every file prepared but never
@@ -220,7 +221,9 @@ class MappedFileAllocator(Service):
                 path,
                 file_size,
                 self._preallocate,
-                self._warm and not background,
+                # Without populate a window is not warmed: zero bytes written to a whole
+                # file at its creation are RocketMQ's warming, not a window's.
+                self._warm and not background and not self._warm_ahead,
                 self._msync_every_pages,
             )
         except BaseException as exc:

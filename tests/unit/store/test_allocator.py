@@ -214,6 +214,23 @@ async def test_without_populate_the_zero_byte_warming_runs_before_handing_out(
     await allocator.shutdown()
 
 
+async def test_without_populate_a_window_is_not_warmed(
+    tmp_path: Path, executor: BlockingExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(page_ops, "_LIBC", None)
+    monkeypatch.setattr(page_ops, "_SUPPORTED", [])  # probe again, without libc
+    calls: list[str] = []
+    monkeypatch.setattr(MappedFile, "warm_blocking", lambda *_: calls.append("whole file"))
+    monkeypatch.setattr(MappedFile, "warm_range_blocking", lambda *_: calls.append("range"))
+    allocator = MappedFileAllocator(executor, warm=True, warm_ahead=OS_PAGE_SIZE)
+    await allocator.start()
+    mapped = await allocator.allocate(tmp_path / offset_to_file_name(0), SIZE)
+    await allocator.idle()
+    assert calls == [] and not allocator.warming_paths
+    mapped.shutdown()
+    await allocator.shutdown()
+
+
 async def test_failed_creation_is_retried_by_allocate(
     tmp_path: Path, executor: BlockingExecutor
 ) -> None:
