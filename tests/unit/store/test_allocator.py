@@ -104,16 +104,24 @@ async def test_a_file_is_handed_out_before_warming_which_goes_on_ahead_of_the_wr
     mapped.shutdown()
 
 
+async def window_allocator(
+    monkeypatch: pytest.MonkeyPatch, executor: BlockingExecutor, ahead: int
+) -> tuple[GatedWarming, MappedFileAllocator]:
+    """A started allocator warming a window of ``ahead`` bytes, its steps recorded."""
+    warming = GatedWarming(monkeypatch)
+    warming.gate.set()
+    allocator = MappedFileAllocator(executor, warm=True, warm_ahead=ahead)
+    await allocator.start()
+    return warming, allocator
+
+
 @needs_populate
 async def test_a_window_warming_keeps_its_distance_parks_and_follows_the_writer(
     tmp_path: Path, executor: BlockingExecutor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    warming = GatedWarming(monkeypatch)
-    warming.gate.set()
     ahead = WARM_STEP_BYTES // 2
     size = WARM_STEP_BYTES + ahead + 3 * OS_PAGE_SIZE
-    allocator = MappedFileAllocator(executor, warm=True, warm_ahead=ahead)
-    await allocator.start()
+    warming, allocator = await window_allocator(monkeypatch, executor, ahead)
     mapped = await allocator.allocate(tmp_path / offset_to_file_name(0), size)
     await allocator.idle()  # parked behind a writer that has not written: idle
     assert [c[1:3] for c in warming.calls] == [(0, ahead)]
@@ -138,10 +146,7 @@ async def test_a_window_warming_keeps_its_distance_parks_and_follows_the_writer(
 async def test_shutdown_ends_a_parked_window_warming_at_once(
     tmp_path: Path, executor: BlockingExecutor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    warming = GatedWarming(monkeypatch)
-    warming.gate.set()
-    allocator = MappedFileAllocator(executor, warm=True, warm_ahead=OS_PAGE_SIZE * 4)
-    await allocator.start()
+    warming, allocator = await window_allocator(monkeypatch, executor, OS_PAGE_SIZE * 4)
     path = tmp_path / offset_to_file_name(0)
     allocator.prepare(path, 3 * WARM_STEP_BYTES)
     await allocator.idle()
