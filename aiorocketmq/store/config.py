@@ -168,8 +168,10 @@ class MessageStoreConfig(BaseModel):
         "writer, in a thread, at most warmCommitLogAheadBytes ahead, so the event loop "
         "meets no first-touch page faults (on a VM whose fresh memory faults slowly they "
         "stalled the loop 10-50 ms at a time during a burst). The thread takes the faults "
-        "the writer would have taken, no more; the file is in use meanwhile. Needs Linux "
-        ">= 5.14 (MADV_POPULATE_WRITE); elsewhere only whole-file warming runs.",
+        "the writer would have taken, no more; the file is in use meanwhile. Warmed pages "
+        "the writer has not reached may go to disk once as zeros (the kernel's writeback "
+        "of old dirty pages: at most about the window every 30 s). Needs Linux >= 5.14 "
+        "(MADV_POPULATE_WRITE); elsewhere only whole-file warming runs.",
     )
     warm_commit_log_ahead_bytes: int = Field(
         32 * 1024 * 1024,
