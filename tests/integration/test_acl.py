@@ -142,7 +142,7 @@ async def test_accounts_signatures_white_list_and_reload(
     keys = [f"acl-{i:04d}" for i in range(300)]
     await produce(namesrv, keys)
     app = client_config(namesrv, "app-consume", APP)
-    assert await pull_keys(app, "CG_acl_pull", TOPIC) == Counter(keys)
+    assert await pull_keys(app, "CG_acl_pull", TOPIC, len(keys)) == Counter(keys)
     assert await push_keys(app, "CG_acl_push", TOPIC, len(keys)) == Counter(keys)
 
     # Refusals, with RocketMQ's reasons.

@@ -152,7 +152,7 @@ async def test_enforcing_cluster_produces_consumes_and_replicates_over_tls(
     )
     keys = [f"k{i}" for i in range(2000)]
     await _produce(client, keys)  # SYNC_MASTER: each send waited for the slave's ack
-    assert await pull_keys(client, "CG-tls-pull", TOPIC) == Counter(keys)
+    assert await pull_keys(client, "CG-tls-pull", TOPIC, len(keys)) == Counter(keys)
     assert await push_keys(client, "CG-tls-push", TOPIC, len(keys)) == Counter(keys)
 
     target = await _max_offset(master, _client_tls(certs))

@@ -88,5 +88,5 @@ async def test_node_sdk_produces_and_simple_consumes_across_protocols(
             assert m["tag"] == "TagNode" and m["keys"] == [f"node-key-{i}"]
             assert m["properties"] == {"index": i} and m["attempt"] == 1
     # Our remoting client reads what the Node SDK wrote.
-    keys = await pull_keys(client, "GID_remoting_reader", "NodeTopic")
+    keys = await pull_keys(client, "GID_remoting_reader", "NodeTopic", 5)
     assert sorted(keys) == [f"node-key-{i}" for i in range(4)] + ["v4-key"]

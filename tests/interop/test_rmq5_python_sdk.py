@@ -77,7 +77,7 @@ async def test_sdk_produces_and_simple_consumes_and_remoting_reads_the_same(
         assert message["tag"] == "TagA" and message["keys"] == [f"key-m{i}"]
         assert message["properties"] == {"index": i} and message["attempt"] == 1
     # One store, two protocols: our remoting client reads what the SDK wrote.
-    keys = await pull_keys(_client(namesrv), "GID_remoting_reader", "V5Topic")
+    keys = await pull_keys(_client(namesrv), "GID_remoting_reader", "V5Topic", 5)
     assert sorted(keys) == [f"key-m{i}" for i in range(5)]
 
 

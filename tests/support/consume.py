@@ -14,15 +14,34 @@ from aiorocketmq.common.message import MessageExt
 from tests.support.wait import wait_until
 
 
-async def pull_keys(config: ClientConfig, group: str, topic: str) -> Counter[str]:
-    """Every message's first key, pulled from offset 0 of each queue until none is left."""
+async def pull_keys(
+    config: ClientConfig, group: str, topic: str, total: int, *, timeout_s: float = 30
+) -> Counter[str]:
+    """Every message's first key, pulled from offset 0 of each queue until ``total``
+    have come and then until none is left.
+
+    The broker dispatches a message to its queue after the send's reply, so a pull
+    right after the last send may not find it yet: the passes repeat until ``total``.
+    """
     seen: Counter[str] = Counter()
     async with PullConsumer(group, client_config=config) as consumer:
-        for mq in await consumer.fetch_subscribe_message_queues(topic):
-            offset = 0
-            while (result := await consumer.pull(mq, "*", offset, 32)).status is PullStatus.FOUND:
-                seen.update(m.keys[0] for m in result.msg_found_list)
-                offset = result.next_begin_offset
+        queues = await consumer.fetch_subscribe_message_queues(topic)
+        offsets = dict.fromkeys(queues, 0)
+
+        async def pass_over_queues() -> bool:
+            for mq in queues:
+                while True:
+                    result = await consumer.pull(mq, "*", offsets[mq], 32)
+                    if result.status is not PullStatus.FOUND:
+                        break
+                    seen.update(m.keys[0] for m in result.msg_found_list)
+                    offsets[mq] = result.next_begin_offset
+            return seen.total() >= total
+
+        await wait_until(
+            pass_over_queues, timeout=timeout_s, what=f"{total} keys pulled from {topic}",
+            describe=seen.total,
+        )  # fmt: skip
     return seen
 
 
