@@ -1,6 +1,4 @@
 # The compiled kernels of the producer (_produce_kernels.pyx).
-
-# The twin of client.mq_client_api.py_send_result.
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -9,6 +7,7 @@ from aiorocketmq.common.message import Message, MessageQueue
 
 _T = TypeVar("_T")
 
+# The compiled twin of client.mq_client_api.py_send_result for a usual reply.
 def send_result(
     cls: type[SendResult],
     status: SendStatus,

@@ -1,17 +1,18 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""C kernel of the producer: the ``SendResult`` of a usual SEND_MESSAGE* reply.
+"""C kernels of the producer's single send, both ends of it.
 
-Owns: ``send_result``, the compiled twin of ``mq_client_api.py_send_result`` for the
-reply nearly every send gets: ``msgId``, ``queueId`` and ``queueOffset`` as text of
-plain ASCII digits, ``TRACE_ON`` absent or one of Java's four spellings, an optional
-``transactionId`` and ``MSG_REGION``, and the queue the request named. The result is
-built in place (its slots written at their descriptors' offsets, as the pull decoder
-builds messages): no header object, no dataclass ``__init__``.
+Owns: ``plain_outgoing``, the compiled twin of ``Producer._check_message`` then
+``_prepare`` for a usual message, and ``send_result``, the compiled twin of
+``mq_client_api.py_send_result`` for the reply nearly every send gets: ``msgId``,
+``queueId`` and ``queueOffset`` as text of plain ASCII digits, ``TRACE_ON`` absent or
+one of Java's four spellings, an optional ``transactionId`` and ``MSG_REGION``, and
+the queue the request named. Both build their object in place (its slots written at
+their descriptors' offsets, as the pull decoder builds messages): no dataclass
+``__init__``.
 
-Must not: answer anything the reference would answer differently. Any other shape (a
-missing or non-text field, a sign, a space, a number too long, another queue, an
-unusual ``TRACE_ON``) returns None, and the reference gives the answer, or the error,
-with its own words.
+Must not: answer anything the reference would answer differently. Any other shape
+returns None before changing anything, and the reference gives the answer, or the
+error, with its own words.
 """
 
 from aiorocketmq.common._slots cimport _cached_offsets, _put

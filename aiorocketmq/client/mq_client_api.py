@@ -24,6 +24,7 @@ from aiorocketmq.client.results import (
     SendResult,
     SendStatus,
 )
+from aiorocketmq.common.constants import DEFAULT_REGION
 from aiorocketmq.common.errors import RemoteProtocolError
 from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.common.message import MessageExt, MessageQueue
@@ -189,7 +190,7 @@ def py_send_result(  # noqa: PLR0917 - the kernel's signature
         sent = MessageQueue(topic, broker_name, queue_id)
     return SendResult(
         status, msg_id, header.msg_id, sent, header.queue_offset, header.transaction_id,
-        header.msg_region or "DefaultRegion", fields.get("TRACE_ON") != "false",
+        header.msg_region or DEFAULT_REGION, fields.get("TRACE_ON") != "false",
     )  # fmt: skip
 
 
