@@ -197,6 +197,14 @@ def spawn(name: str, argv: list[str], log: Path, ready: str | None = None, port:
     raise RuntimeError(f"{name} did not start:\n{log.read_text('utf-8', 'replace')[-2000:]}")
 
 
+def spawn_namesrv(directory: Path) -> Server:
+    """The real ``mqnamesrv`` on a free port of 127.0.0.1, its log in ``directory``."""
+    argv = [sys.executable, "-m", "aiorocketmq.cli.namesrv", "--listenPort", "0"]
+    return spawn(
+        "mqnamesrv", [*argv, "--bindAddress", "127.0.0.1"], directory / "namesrv.log", NAMESRV_READY
+    )
+
+
 # -- measuring ---------------------------------------------------------------------------
 
 
@@ -431,12 +439,7 @@ async def rmq_consume(consumer: PullConsumer, topic: str) -> int:
 async def bench_rocketmq(args: argparse.Namespace, tmp: Path) -> Result:
     """Start ``mqnamesrv`` + ``mqbroker``; run the four phases with our client."""
     py = [sys.executable]
-    namesrv = spawn(
-        "mqnamesrv",
-        [*py, "-m", "aiorocketmq.cli.namesrv", "--listenPort", "0", "--bindAddress", "127.0.0.1"],
-        tmp / "namesrv.log",
-        NAMESRV_READY,
-    )
+    namesrv = spawn_namesrv(tmp)
     broker_py = [*py, "-m", "cProfile", "-o", str(tmp / "broker.pstats")] if args.profile else py
     metrics_port = free_port()
     try:

@@ -116,12 +116,7 @@ async def consume(namesrv: str, broker: cb.Server, kind: str, count: int) -> str
 
 async def bench(root: Path, count: int) -> None:
     py = [sys.executable]
-    namesrv = cb.spawn(
-        "mqnamesrv",
-        [*py, "-m", "aiorocketmq.cli.namesrv", "--listenPort", "0", "--bindAddress", "127.0.0.1"],
-        root / "namesrv.log",
-        cb.NAMESRV_READY,
-    )
+    namesrv = cb.spawn_namesrv(root)
     broker = None
     try:
         conf = cb.broker_properties(root, namesrv.addr, cb.free_port())

@@ -188,12 +188,7 @@ async def _caught_up(broker: BrokerController, within_s: float = 30.0) -> None:
 async def client_side(args: argparse.Namespace, directory: Path) -> None:
     """Count our ``Producer.send`` against the real CLIs."""
     py = [sys.executable]
-    namesrv = cb.spawn(
-        "mqnamesrv",
-        [*py, "-m", "aiorocketmq.cli.namesrv", "--listenPort", "0", "--bindAddress", "127.0.0.1"],
-        directory / "namesrv.log",
-        cb.NAMESRV_READY,
-    )
+    namesrv = cb.spawn_namesrv(directory)
     servers = [namesrv]
     try:
         config = cb.broker_properties(directory, namesrv.addr, cb.free_port())

@@ -62,12 +62,7 @@ Run = Callable[[argparse.Namespace, Path], Awaitable[cb.Result]]
 async def broker_round(system: str, args: argparse.Namespace, tmp: Path) -> cb.Result:
     """Name server + broker (the real one or the canned one), then the timed sends."""
     py = sys.executable
-    namesrv = cb.spawn(
-        "mqnamesrv",
-        [py, "-m", "aiorocketmq.cli.namesrv", "--listenPort", "0", "--bindAddress", "127.0.0.1"],
-        tmp / "namesrv.log",
-        cb.NAMESRV_READY,
-    )
+    namesrv = cb.spawn_namesrv(tmp)
     servers = [namesrv]
     try:
         config = cb.broker_properties(tmp, namesrv.addr, cb.free_port())
