@@ -115,8 +115,17 @@ class DispatchRequestBuilder:
         if request.topic == RMQ_SYS_SCHEDULE_TOPIC:
             raise ValueError("a schedule-topic record's tagsCode needs from_record")
         request.properties_raw = properties
-        tags, request.keys, request.uniq_key = select_properties(properties, _DISPATCH_PROPERTIES)
-        request.tags_code = self.tags_code(tags)
+        request.tags_code, request.keys, request.uniq_key = self.put_fields(properties)
+
+    def put_fields(self, properties: str) -> tuple[int, str | None, str | None]:
+        """tagsCode, ``KEYS`` and ``UNIQ_KEY`` of a put's stored ``properties`` (not for
+        the schedule topic), parsed as a scanned record's: ``complete_put`` without the
+        request, for the dispatcher's fields way."""
+        tags, keys, uniq_key = select_properties(properties, _DISPATCH_PROPERTIES)
+        code = self._tags_codes.get(tags)
+        if code is None:
+            code = self.tags_code(tags)
+        return code, keys, uniq_key
 
     def check_put(self, request: DispatchRequest, stored: memoryview) -> None:
         """``verify_writes``: ``request`` equals ``from_record`` of the record in ``stored``.

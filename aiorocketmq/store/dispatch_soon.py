@@ -3,7 +3,7 @@
 Owns: the hand-over from the put path to the dispatcher. A put notes what it appended
 (``note_put``, or ``note_fields`` of a plain put, for a single message and its append;
 ``note_batch`` for anything else); one callback per loop iteration, scheduled by the
-first note, then runs the dispatcher's inline steps (``dispatch_put`` for each single,
+first note, then runs the dispatcher's inline steps (``dispatch_fields`` for each single,
 ``dispatch_now`` for the rest; from ``SCAN_FROM_PUTS`` singles on, one ``dispatch_now``
 for them all). It runs
 after the callback that handled the requests, which wrote their replies on its way
@@ -11,7 +11,7 @@ out: a sender no longer waits for its message's queue unit and index keys (Rocke
 too replies before its ReputMessageService dispatches), and the puts of one read are
 dispatched together.
 
-Must not: reorder records (``dispatch_put`` of a record that is not next falls back
+Must not: reorder records (``dispatch_fields`` of a record that is not next falls back
 to the scan, which takes every record in CommitLog order), or defer past the loop
 iteration (pull long polling and the lag figures count on dispatch right away).
 Outside a running loop (a store driven by hand) the dispatch is immediate.
@@ -24,21 +24,20 @@ from collections.abc import Callable
 from typing import Final
 
 from aiorocketmq.store.commit_log import AppendResult
-from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.inner_message import MessageExtBrokerInner
 
 __all__ = ["SCAN_FROM_PUTS", "DispatchSoon"]
 
 _Noted = tuple[str, int, int, int, str, int, int, int, int]
 """A noted single put: topic, queue id, sysFlag, prepared-transaction offset, stored
-properties, physical offset, size, queue offset and store time (the request is built
-only if it goes on its own)."""
+properties, physical offset, size, queue offset and store time, in the order of
+``ReputMessageService.dispatch_fields``'s parameters."""
 
 SCAN_FROM_PUTS: Final = 8
 """From this many single puts in one iteration (pipelined sends: many requests per
 read), one scan dispatches them together: units written per queue in runs, keys
 hashed in one pass, one notice per queue. A sync sender's lone put keeps
-``dispatch_put``, which reads nothing back. With async sends 256 in flight (about 32
+``dispatch_fields``, which reads nothing back. With async sends 256 in flight (about 32
 puts per iteration) the scan took the broker from 26-27 to 23-24 µs per message; any
 threshold from 2 to 16 measured the same there."""
 
@@ -47,18 +46,19 @@ class DispatchSoon:
     """Collects the puts of one loop iteration for one dispatch callback.
 
     Args:
-        dispatch_put: the dispatcher's step for one single put's record.
+        dispatch_fields: the dispatcher's step for one single put's record, given the
+            noted fields (``_Noted``) as positional arguments.
         dispatch_now: the dispatcher's step for whatever was appended.
     """
 
-    __slots__ = ("_batch", "_dispatch_now", "_dispatch_put", "_loop", "_puts", "_scheduled")
+    __slots__ = ("_batch", "_dispatch_fields", "_dispatch_now", "_loop", "_puts", "_scheduled")
 
     def __init__(
         self,
-        dispatch_put: Callable[[DispatchRequest, str], None],
+        dispatch_fields: Callable[..., None],
         dispatch_now: Callable[[], None],
     ) -> None:
-        self._dispatch_put = dispatch_put
+        self._dispatch_fields = dispatch_fields
         self._dispatch_now = dispatch_now
         self._puts: list[_Noted] = []
         self._batch = False
@@ -68,8 +68,8 @@ class DispatchSoon:
     def note_put(self, msg: MessageExtBrokerInner, appended: AppendResult) -> None:
         """A single put appended ``msg`` (stored as sent) as ``appended`` says.
 
-        Its request is built only if it is dispatched on its own: a scan reads the
-        record back anyway.
+        Its fields are noted, not a request: the dispatcher builds one only when the
+        record does not take its fields way, and a scan reads the record back anyway.
         """
         self._puts.append(
             (msg.topic, msg.queue_id, msg.sys_flag, msg.prepared_transaction_offset,
@@ -116,12 +116,8 @@ class DispatchSoon:
         if len(puts) >= SCAN_FROM_PUTS:
             batch = True  # the scan takes them, in CommitLog order
         else:
-            for topic, queue_id, sys_flag, prepared, props, at, size, q_offset, stamp in puts:
-                # Positional, in the fields' order; tagsCode, keys and uniq key come
-                # from the properties in ``dispatch_put``.
-                request = DispatchRequest(
-                    topic, queue_id, at, size, 0, stamp, q_offset, None, None, sys_flag, prepared
-                )
-                self._dispatch_put(request, props)
+            dispatch = self._dispatch_fields
+            for put in puts:
+                dispatch(*put)
         if batch:
             self._dispatch_now()

@@ -13,7 +13,8 @@ start-time redispatch after recovery all go through here.
 Must not: block the loop (a backlog goes in bounded chunks with a yield between),
 create files on the loop (NEED_FILE and a full index await the allocator, then the
 same record is dispatched again: both puts are idempotent), copy bodies, or verify
-CRCs (recovery did).
+CRCs (recovery did). The files a record waits for, and what their absence imposes,
+are ``dispatch_files``'s.
 
 Reading rules, per record of a slice that ends at its file's read position:
 
@@ -50,6 +51,7 @@ from aiorocketmq.common.constants import (
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
     RMQ_SYS_SCHEDULE_TOPIC,
+    MessageSysFlag,
     parse_delay_levels,
 )
 from aiorocketmq.common.message_codec import (
@@ -64,12 +66,13 @@ from aiorocketmq.store.config import BrokerRole, MessageStoreConfig
 from aiorocketmq.store.consume_queue import ConsumeQueue, PutUnitStatus
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
 from aiorocketmq.store.dispatch_builder import DispatchRequestBuilder, RecordWalk
+from aiorocketmq.store.dispatch_files import DispatchFiles
 from aiorocketmq.store.dispatch_pacing import CHUNK_RECORDS, StepPacing
 from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.dispatch_runs import newest_arrivals, put_runs
 from aiorocketmq.store.errors import StoreError
 from aiorocketmq.store.index_service import IndexService
-from aiorocketmq.store.running_flags import RunningFlag, RunningFlags
+from aiorocketmq.store.running_flags import RunningFlags
 from aiorocketmq.store.store_stats import StoreStats
 
 __all__ = ["ArrivalListener", "ReputMessageService"]
@@ -84,10 +87,8 @@ stored properties string: a listener that needs the map parses it
 (``string_to_properties``); none of ours does, so no dispatch builds it."""
 
 _SAFETY_WAKE_S: Final = 1.0
-_FILE_RETRIES: Final = 3  # 3 creations 1 s apart, then puts are refused meanwhile
-_INDEX_RETRY_MS: Final = 1000  # without an index file: one more creation attempt a second
-_RETRY_PAUSE_S: Final = 1.0
 _HEAD: Final = struct.Struct(">ii")
+_TRANSACTION_BITS: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE  # sysFlag & 0xC
 
 
 @dataclass(slots=True)
@@ -148,10 +149,7 @@ class ReputMessageService(Service):
         self._safety: asyncio.TimerHandle | None = None
         self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
         self._waiter_seq = 0
-        self._file_failing = False  # a file creation failed and none succeeded since
-        self._queue_error_is_ours = False  # WRITE_LOGICS_QUEUE_ERROR set for a missing file
-        self._index_down_since_ms = 0  # monotonic ms of the last failed IndexFile creation
-        self._unindexed = 0  # records dispatched without their keys meanwhile
+        self._files = DispatchFiles(self, index_service, self._flags)
         self._replay_from = self._replay_counted = 0  # reput_from and count at start
         self._busy = False  # a step is under way (the loop's or an inline one)
         self._inline_ok = False  # dispatch_now may dispatch: started, not failed
@@ -223,6 +221,72 @@ class ReputMessageService(Service):
             self._busy = False
         if self.reput_from < self._commit_log.max_offset:
             self._wake.set()  # a file to create: the loop scans this record again
+
+    def dispatch_fields(  # noqa: PLR0917 - a put's fields, positional on the hot path
+        self, topic: str, queue_id: int, sys_flag: int, prepared_offset: int,
+        properties: str, physical_offset: int, size: int, queue_offset: int, stamp: int,
+    ) -> None:  # fmt: skip
+        """``dispatch_put`` of a single put given by its fields, as ``DispatchSoon`` notes them.
+
+        A plain record (no transaction bits) that is next, outside the schedule topic,
+        while the service is idle, goes from the fields to its ConsumeQueue unit, its
+        index keys and its arrival notice without a ``DispatchRequest`` (the sync
+        sender's path: each layer it skips was a call per send). Anything else builds the
+        request and takes ``dispatch_put``. With ``verify_writes`` the request is built
+        too, and checked against the record in the file, before the same fields way.
+        """
+        if (
+            self._busy or not self._inline_ok or physical_offset != self.reput_from
+            or sys_flag & _TRANSACTION_BITS or topic == RMQ_SYS_SCHEDULE_TOPIC
+        ):  # fmt: skip
+            request = DispatchRequest(
+                topic, queue_id, physical_offset, size, 0, stamp, queue_offset, None, None,
+                sys_flag, prepared_offset,
+            )  # fmt: skip
+            self.dispatch_put(request, properties)
+            return
+        code, keys, uniq_key = self._builder.put_fields(properties)
+        self._busy = True
+        try:
+            if self._verify:
+                self._check_against_file(
+                    DispatchRequest(
+                        topic, queue_id, physical_offset, size, code, stamp, queue_offset,
+                        keys, uniq_key, sys_flag, prepared_offset, properties,
+                    )
+                )  # fmt: skip
+            queue = self._cq_table.find_or_create(topic, queue_id)
+            status = queue.put(physical_offset, size, code, queue_offset, stamp)
+            if status is PutUnitStatus.OK:
+                self._checkpoint.logics_msg_timestamp = stamp  # a master's: no physic time
+            elif status is PutUnitStatus.ERROR:
+                self._unit_failed(f"{topic}/{queue_id}@{queue_offset} at {physical_offset}")
+            if status is not PutUnitStatus.NEED_FILE and self._index_put(
+                topic, keys, uniq_key, physical_offset, stamp
+            ):
+                self._stats.dispatched_messages += 1
+                for listener in self._listeners:
+                    listener(topic, queue_id, queue_offset + 1, code, stamp, properties)
+                self.reput_from = physical_offset + size
+                if self._waiters:
+                    self._resolve_waiters()
+        except Exception as exc:
+            self._inline_failed("dispatch_put", exc)
+            return
+        finally:
+            self._busy = False
+        if self.reput_from < self._commit_log.max_offset:
+            self._wake.set()  # a file to create: the loop scans this record again
+
+    def _index_put(
+        self, topic: str, keys: str | None, uniq_key: str | None, offset: int, stamp: int
+    ) -> bool:
+        """``_index_all`` of one plain put given by its fields: whether it is done."""
+        if not self._index_enabled:
+            return True
+        if self._files.index_down_since_ms and self._files.skips_keys(1):
+            return True  # no index file: skip the keys, try again in a while
+        return self._index.index_put(topic, keys, uniq_key, offset, stamp)
 
     def _inline_failed(self, what: str, exc: Exception) -> None:
         log.exception("inline dispatch failed; the store stops taking puts")
@@ -351,7 +415,7 @@ class ReputMessageService(Service):
             if outcome == _STOP:
                 break
             if isinstance(outcome, _NeedFile):
-                await self._provide_file(outcome)
+                await self._files.provide(outcome.request, outcome.queue)
             elif self.reput_from < commit_log.max_offset:
                 # Bounded chunk done, more to come: let puts and pulls run first.
                 await asyncio.sleep(0)
@@ -438,7 +502,7 @@ class ReputMessageService(Service):
         if self._slave:
             self._checkpoint.physic_msg_timestamp = request.store_timestamp
 
-    def _unit_failed(self, request: DispatchRequest) -> None:
+    def _unit_failed(self, request: DispatchRequest | str) -> None:
         # The unit could not be written: stop taking puts and say so loudly;
         # dispatch goes on so the other queues stay current.
         self._flags.make_logics_queue_error()
@@ -468,9 +532,7 @@ class ReputMessageService(Service):
         """Index keys of ``requests``: how many are done (the rest wait for a file)."""
         if not self._index_enabled:
             return len(requests)
-        down = self._index_down_since_ms
-        if down and time.monotonic_ns() // 1_000_000 - down < _INDEX_RETRY_MS:
-            self._unindexed += len(requests)
+        if self._files.index_down_since_ms and self._files.skips_keys(len(requests)):
             return len(requests)  # no index file: skip the keys, try again in a while
         return self._index.build_indexes(requests)
 
@@ -514,81 +576,6 @@ class ReputMessageService(Service):
         log.error("[BUG] dispatch stopped at %s: %s; skipping the slice", where, stop.message)
         self.reput_from = base + size
         return _CONTINUE
-
-    # -- files ---------------------------------------------------------------------------
-
-    async def _provide_file(self, need: _NeedFile) -> None:
-        """Create the file a record waits for; then the step redoes the record.
-
-        A ConsumeQueue file that cannot be created (a full disk) stops dispatch, which
-        is ordered, and refuses puts until it can; an IndexFile that cannot be created
-        refuses puts and leaves the keys of the records dispatched meanwhile unindexed
-        (their units still go in, so every stored message stays readable). Both heal
-        by themselves once a file can be created again: no restart is needed.
-        """
-        queue = need.queue
-        attempts = 1 if queue is None and self._index_down_since_ms else _FILE_RETRIES
-        for attempt in range(1, attempts + 1):
-            try:
-                if queue is not None:
-                    await queue.allocate_file(need.request.consume_queue_offset)
-                else:
-                    await self._index.create_file()
-            except StoreError as exc:
-                if attempt == 1 and not self._file_failing:
-                    log.error("creating a file for %s failed: %s; retrying", need.request, exc)
-                self._file_failing = True
-                if attempt < attempts:
-                    await self._pause()
-                continue
-            self._file_recovered(queue is None)
-            return
-        if queue is not None:
-            self._flags.make_logics_queue_error()
-            self._queue_error_is_ours = True
-            await self._pause()  # then the step meets the same record and tries again
-        else:
-            self._flags.make_index_file_error()
-            if not self._index_down_since_ms:
-                log.error("no index file can be created: puts refused, keys not indexed")
-                if self.running:
-                    self.spawn(self._heal_index(), name="heal-index")
-            self._index_down_since_ms = time.monotonic_ns() // 1_000_000
-
-    async def _heal_index(self) -> None:
-        """Retry the IndexFile each second while there is none: puts are refused, so no
-        record brings a retry (a disk full at an index roll refused puts until restart)."""
-        while self._index_down_since_ms:
-            await self._pause()
-            if self.stopping.is_set():
-                return
-            try:
-                await self._index.create_file()
-            except StoreError:
-                continue  # still full
-            self._file_recovered(True)
-
-    def _file_recovered(self, index: bool) -> None:
-        """A file could be created again: lift what its failure imposed."""
-        if self._file_failing:
-            log.warning("store files can be created again; dispatch and puts resume")
-        self._file_failing = False
-        if self._queue_error_is_ours:
-            self._flags.clear(RunningFlag.WRITE_LOGICS_QUEUE_ERROR)
-            self._queue_error_is_ours = False
-        if index and self._index_down_since_ms:
-            self._flags.clear(RunningFlag.WRITE_INDEX_FILE_ERROR)
-            self._index_down_since_ms = 0
-            if self._unindexed:
-                log.warning("%d messages were stored without index keys", self._unindexed)
-            self._unindexed = 0
-
-    async def _pause(self) -> None:
-        try:
-            async with asyncio.timeout(_RETRY_PAUSE_S):
-                await self.stopping.wait()
-        except TimeoutError:
-            pass
 
 
 def _sound_header_size(view: memoryview, pos: int, size: int) -> int:

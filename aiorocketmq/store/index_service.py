@@ -225,7 +225,13 @@ class IndexService(Service):
             and index is not None
             and index.takes_hash_lists
         ):
-            return self._index_one(index, requests[0], end_phy, resume)
+            request = requests[0]
+            if request.transaction_type == _ROLLBACK:
+                return 1
+            return self._index_one(
+                index, request.topic, request.keys, request.uniq_key,
+                request.commit_log_offset, request.store_timestamp, resume,
+            )  # fmt: skip
         if _KERNEL is not None and len(requests) >= _KERNEL_REQUESTS:
             hashes, positions, offsets, stamps = _KERNEL.index_key_table(
                 list(requests), end_phy, *(resume or (-1, 0)), _ROLLBACK
@@ -251,21 +257,39 @@ class IndexService(Service):
         self._resume = (requests[stuck].commit_log_offset, done_of_stuck)
         return stuck
 
-    def _index_one(
-        self, index: IndexFile, request: DispatchRequest, end_phy: int,
-        resume: tuple[int, int] | None,
+    def index_put(
+        self, topic: str, keys: str | None, uniq_key: str | None, offset: int, stamp: int
+    ) -> bool:
+        """``build_index`` of a plain (not rolled back) single put given by its fields:
+        the dispatcher's fields way, with no request built when the kernel takes it.
+
+        Returns:
+            As ``build_index``.
+        """
+        if not self.enabled:
+            return True
+        files = self._files
+        index = files[-1] if files else None
+        if index is None or index.is_write_full or _KERNEL is None or not index.takes_hash_lists:
+            request = DispatchRequest(topic, 0, offset, 0, 0, stamp, 0, keys, uniq_key)
+            return self.build_indexes([request]) == 1
+        resume = self._resume
+        self._resume = None
+        return self._index_one(index, topic, keys, uniq_key, offset, stamp, resume) == 1
+
+    def _index_one(  # noqa: PLR0917 - a put's fields, positional on the hot path
+        self, index: IndexFile, topic: str, keys: str | None, uniq_key: str | None,
+        offset: int, stamp: int, resume: tuple[int, int] | None,
     ) -> int:  # fmt: skip
-        """``build_indexes`` of a single put's request: its key hashes from one kernel
-        call (the hashes of ``index_keys``, without building them), put as lists."""
-        offset = request.commit_log_offset
-        if offset < end_phy or request.transaction_type == _ROLLBACK:
+        """``build_indexes`` of a single put's keys (not rolled back) into the writable
+        ``index``: its key hashes from one kernel call (the hashes of ``index_keys``,
+        without building them), put as lists."""
+        if offset < index.end_phy_offset:
             return 1
         skip = resume[1] if resume is not None and resume[0] == offset else 0
         assert _KERNEL is not None
-        hashes: list[int] = _KERNEL.request_key_hashes(
-            request.topic, request.uniq_key, request.keys, skip
-        )
-        count, stamp = len(hashes), request.store_timestamp
+        hashes: list[int] = _KERNEL.request_key_hashes(topic, uniq_key, keys, skip)
+        count = len(hashes)
         if not count:
             return 1
         if count <= _SCALAR_KEYS:

@@ -134,7 +134,7 @@ class MessageStore(Service):
             config, self.commit_log, self.cq_table, self.index_service, self.checkpoint,
             flags=self.flags, stats=self.stats,
         )  # fmt: skip
-        soon = DispatchSoon(self.dispatcher.dispatch_put, self.dispatcher.dispatch_now)
+        soon = DispatchSoon(self.dispatcher.dispatch_fields, self.dispatcher.dispatch_now)
         self._putter = MessagePutter(
             config, self.commit_log, clock=self.clock, flags=self.flags, stats=self.stats,
             wakeup=soon.note_batch, dispatch_put=soon.note_put, note_fields=soon.note_fields,

@@ -33,7 +33,7 @@ def _put(offset: int, properties: str) -> tuple[MessageExtBrokerInner, AppendRes
 
 def _recorder(calls: list[object]) -> DispatchSoon:
     return DispatchSoon(
-        lambda request, props: calls.append((request.commit_log_offset, props)),
+        lambda *fields: calls.append((fields[5], fields[4])),  # offset, properties
         lambda: calls.append("scan"),
     )
 

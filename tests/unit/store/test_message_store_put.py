@@ -20,7 +20,7 @@ from aiorocketmq.common.message import Message
 from aiorocketmq.common.message_codec import decode_record, encode_batch
 from aiorocketmq.common.msg_id import create_offset_msg_id
 from aiorocketmq.common.properties import MessageConst
-from aiorocketmq.store import dispatcher as dispatcher_module
+from aiorocketmq.store import dispatch_files
 from aiorocketmq.store.config import BrokerRole, FlushDiskType
 from aiorocketmq.store.errors import StoreIOError
 from aiorocketmq.store.index_file import IndexFile
@@ -110,7 +110,7 @@ async def test_full_disk_refuses_puts_and_keeps_serving_reads(store: MessageStor
 async def test_puts_resume_once_an_index_file_can_be_created_with_no_put_to_retry_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(dispatcher_module, "_RETRY_PAUSE_S", 0.05)
+    monkeypatch.setattr(dispatch_files, "_RETRY_PAUSE_S", 0.05)
     real = IndexFile.create_blocking
     disk_full = [True]
 
