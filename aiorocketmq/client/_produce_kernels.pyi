@@ -28,3 +28,21 @@ def plain_outgoing(
     next_id: Callable[[], str],
     to_string: Callable[[dict[str, str]], str],
 ) -> _T | None: ...
+
+# The compiled twin of client.mq_client_api.v2_fields (any arguments).
+def v2_fields(
+    producer_group: str,
+    topic: str,
+    default_topic: str,
+    default_topic_queue_nums: int,
+    queue_id: int,
+    sys_flag: int,
+    born_timestamp: int,
+    flag: int,
+    properties: str | None,
+    reconsume_times: int | None,
+    unit_mode: bool,
+    batch: bool,
+    max_reconsume_times: int | None,
+    broker_name: str | None,
+) -> dict[str, str]: ...

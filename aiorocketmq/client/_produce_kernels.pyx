@@ -143,3 +143,31 @@ def plain_outgoing(cls, msg, set checked_topics, Py_ssize_t max_size, Py_ssize_t
     _put(out, offsets[7], 0)
     _put(out, offsets[8], None)
     return out
+
+
+def v2_fields(producer_group, topic, default_topic, default_topic_queue_nums, queue_id,
+              sys_flag, born_timestamp, flag, properties, reconsume_times, unit_mode, batch,
+              max_reconsume_times, broker_name):
+    """The compiled twin of ``mq_client_api.v2_fields``, for any arguments: the same
+    keys in the same order, each value the same ``str`` of the same argument."""
+    cdef dict fields = {
+        "a": producer_group,
+        "b": topic,
+        "c": default_topic,
+        "d": str(default_topic_queue_nums),
+        "e": str(queue_id),
+        "f": str(sys_flag),
+        "g": str(born_timestamp),
+        "h": str(flag),
+    }
+    if properties is not None:
+        fields["i"] = properties
+    if reconsume_times is not None:
+        fields["j"] = str(reconsume_times)
+    fields["k"] = "true" if unit_mode else "false"
+    if max_reconsume_times is not None:
+        fields["l"] = str(max_reconsume_times)
+    fields["m"] = "true" if batch else "false"
+    if broker_name is not None:
+        fields["n"] = broker_name
+    return fields

@@ -489,7 +489,8 @@ class Producer(InstanceMember):
         timeout_ms: int, oneway: bool,
     ) -> Awaitable[SendResult | None]:  # fmt: skip
         cfg = self.config
-        fields = v2_fields(
+        build = v2_fields if _KERNEL is None else _KERNEL.v2_fields
+        fields = build(
             self.group, out.topic, cfg.create_topic_key, cfg.default_topic_queue_nums,
             mq.queue_id, out.sys_flag, int(time.time() * 1000), out.flag, out.properties,
             out.reconsume_times, cfg.unit_mode, out.batch, out.max_reconsume_times,

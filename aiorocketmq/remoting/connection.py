@@ -73,7 +73,7 @@ from aiorocketmq.remoting.errors import (
 from aiorocketmq.remoting.frame import (
     DEFAULT_MAX_FRAME_LENGTH,
     FrameDecoder,
-    encode_frame_buffers,
+    frame_buffers,
     kernel_head,
 )
 from aiorocketmq.remoting.held_bodies import HeldBodies, release_all
@@ -369,23 +369,23 @@ class RemotingConnection(asyncio.Protocol):
             # Alone in flight, nothing queued or scheduled: straight to the transport.
             transport = self._transport
             if transport is not None and not transport.is_closing():
-                buffers = encode_frame_buffers(cmd, self._max_frame)
+                buffers, size = frame_buffers(cmd, self._max_frame)
                 transport.writelines(buffers)
                 if not self._writes_copy:
-                    self._held.wrote(len(buffers[0]) + cmd.body_length)
+                    self._held.wrote(size)
                 return
         try:
             transport = self._transport
             if transport is None or transport.is_closing():
                 raise RemotingSendRequestError("connection closed", address=self.remote_address)
-            buffers = encode_frame_buffers(cmd, self._max_frame)
+            buffers, size = frame_buffers(cmd, self._max_frame)
         except BaseException:
             if parts is not None:
                 parts.release()  # never reaches the transport: give the records back now
             raise
         if parts is not None:
             self._out_parts.append(parts)
-        self._queue(buffers, len(buffers[0]) + cmd.body_length, now)
+        self._queue(buffers, size, now)
 
     def _queue(self, buffers: list[Body], size: int, now: bool = False) -> None:
         """Add encoded frames to this iteration's gather write (``now``: write at once

@@ -309,11 +309,28 @@ def encode_frame_buffers(
     Raises:
         LocalProtocolError: as ``encode_frame_parts``.
     """
-    body_length = cmd.body_length
-    head = _encode_head(cmd, body_length, max_frame_length)
-    if cmd.body_parts is not None:
-        return [head, *cmd.body_parts.parts]
-    return [head, cmd.body] if body_length else [head]
+    return frame_buffers(cmd, max_frame_length)[0]
+
+
+def frame_buffers(cmd: RemotingCommand, max_frame_length: int) -> tuple[list[Body], int]:
+    """``encode_frame_buffers`` and the frame's size in bytes: a connection's write
+    (every request and reply) counts what it holds from the one body length."""
+    parts = cmd.body_parts
+    if parts is not None:
+        body_length = len(parts)
+    else:
+        body = cmd.body
+        body_length = body.nbytes if isinstance(body, memoryview) else len(body)
+    head = kernel_head(
+        cmd.serialize_type, cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag,
+        cmd.remark, cmd.ext_fields, body_length, max_frame_length,
+    )  # fmt: skip
+    if head is None:
+        head = py_encode_frame_head(cmd, max_frame_length)
+    size = len(head) + body_length
+    if parts is not None:
+        return [head, *parts.parts], size
+    return ([head, body] if body_length else [head]), size
 
 
 def encode_frame(cmd: RemotingCommand, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> bytes:

@@ -107,8 +107,7 @@ def use_send_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def use_produce_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make a send's reply become its ``SendResult`` in C ("c") or by the reference."""
-    _use_kernel(
-        implementation, monkeypatch, "aiorocketmq.client.mq_client_api",
-        "aiorocketmq.client._produce_kernels",
-    )  # fmt: skip
+    """Make a send's header fields and its reply's ``SendResult`` come from C ("c") or
+    from the reference ("python"), in the client API and the producer."""
+    for module in ("aiorocketmq.client.mq_client_api", "aiorocketmq.client.producer"):
+        _use_kernel(implementation, monkeypatch, module, "aiorocketmq.client._produce_kernels")

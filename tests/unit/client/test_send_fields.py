@@ -1,12 +1,14 @@
-"""The client's direct SEND_MESSAGE_V2 field builder matches the header's own encoding."""
+"""The client's direct SEND_MESSAGE_V2 field builder matches the header's own encoding,
+and its C twin matches it for any arguments."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiorocketmq.client.mq_client_api import send_fields_v2
+from aiorocketmq.client.mq_client_api import send_fields_v2, v2_fields
 from aiorocketmq.remoting.broker_headers import SendMessageRequestHeader
+from tests.support.kernels import kernel_or_skip
 
 _TEXT = st.text(min_size=1, max_size=20)
 _INT = st.integers(min_value=-(2**63), max_value=2**63 - 1)
@@ -70,3 +72,31 @@ def test_a_typical_send_header() -> None:
         "m": "false",
         "n": "broker-a",
     }
+
+
+_ANY = st.none() | st.booleans() | _INT | st.text(max_size=8) | st.floats(allow_nan=False)
+
+
+@given(HEADERS)
+def test_the_kernel_gives_the_header_s_fields(header: SendMessageRequestHeader) -> None:
+    kernel = kernel_or_skip("aiorocketmq.client._produce_kernels")
+    fields = kernel.v2_fields(
+        header.producer_group, header.topic, header.default_topic,
+        header.default_topic_queue_nums, header.queue_id, header.sys_flag,
+        header.born_timestamp, header.flag, header.properties, header.reconsume_times,
+        header.unit_mode, header.batch, header.max_reconsume_times, header.broker_name,
+    )  # fmt: skip
+    expected = header.to_ext_fields_v2()
+    assert fields == expected
+    assert list(fields) == list(expected)
+
+
+@given(st.lists(_ANY, min_size=14, max_size=14))
+def test_the_kernel_equals_the_reference_for_any_values(values: list[object]) -> None:
+    """Whatever a caller passes (a bool for a count, a number for a flag), both give
+    the same keys, order and strings."""
+    kernel = kernel_or_skip("aiorocketmq.client._produce_kernels")
+    fields = kernel.v2_fields(*values)
+    expected = v2_fields(*values)  # type: ignore[arg-type]
+    assert fields == expected
+    assert list(fields) == list(expected)
