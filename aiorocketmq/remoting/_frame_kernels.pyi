@@ -1,5 +1,9 @@
 # The compiled twin of remoting.frame's MSGPACK paths (_frame_kernels.pyx).
+from typing import TypeVar
+
 from aiorocketmq.remoting.command import Body
+
+_C = TypeVar("_C")
 
 def decode_msgpack_header(
     data: Body,
@@ -16,3 +20,17 @@ def encode_msgpack_head(
     body_length: int,
     max_frame_length: int,
 ) -> bytes | None: ...
+
+# RemotingCommand(...) built in place (RemotingCommand.request's way when built).
+def new_command(
+    cls: type[_C],
+    code: int,
+    opaque: int,
+    flag: int,
+    language: int,
+    version: int,
+    remark: str | None,
+    ext: dict[str, str],
+    body: Body,
+    serialize_type: int,
+) -> _C: ...

@@ -312,3 +312,16 @@ def encode_msgpack_head(int serialize_type, code, language, version, opaque, fla
         PyMem_Free(w.out)
         raise
     return _close_head(&w, <uint32_t>serialize_type, body_length, max_frame_length)
+
+
+# ------------------------------------------------------------------------ a request
+
+def new_command(cls, code, opaque, flag, language, version, remark, ext, body,
+                serialize_type):
+    """``cls(code, opaque, flag, language, version, remark, ext, body, serialize_type)``
+    built in place, ``body_parts`` None: every request our clients send, with no
+    dataclass ``__init__`` (a Python frame of ten stores)."""
+    return _new_command(
+        _command_offsets(cls, _COMMAND_OFFSETS), cls, code, opaque, flag, language, version,
+        remark, ext, body, serialize_type,
+    )

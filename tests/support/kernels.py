@@ -41,11 +41,10 @@ _RECORD_KERNELS = "aiorocketmq.common._record_kernels"
 
 
 def use_frame_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make ``remoting.frame`` use its C kernel ("c") or the reference ("python")."""
-    _use_kernel(
-        implementation, monkeypatch, "aiorocketmq.remoting.frame",
-        "aiorocketmq.remoting._frame_kernels",
-    )  # fmt: skip
+    """Make ``remoting.frame`` and ``remoting.command`` (a request built in place) use
+    their C kernel ("c") or the reference ("python")."""
+    for module in ("aiorocketmq.remoting.frame", "aiorocketmq.remoting.command"):
+        _use_kernel(implementation, monkeypatch, module, "aiorocketmq.remoting._frame_kernels")
 
 
 def use_pulled_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:

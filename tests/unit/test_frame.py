@@ -348,3 +348,24 @@ def test_no_client_frame_sets_the_oneway_bit() -> None:
     for line in _find(lambda ln: ln["origin"] == "client"):
         cmd, _ = _decode_line(line)
         assert not cmd.is_oneway and not cmd.is_response
+
+
+# ---------------------------------------------------------------------------- requests
+
+
+def test_a_request_is_the_command_its_fields_make() -> None:
+    """``RemotingCommand.request`` (built in place by the kernel, or by ``__init__``)
+    gives the dataclass its fields make, every field set, the ext map its own."""
+    ext = {"a": "1"}
+    made = RemotingCommand.request(
+        RequestCode.SEND_MESSAGE_V2, ext, b"body", serialize_type=SerializeType.MSGPACK
+    )
+    assert made == RemotingCommand(
+        RequestCode.SEND_MESSAGE_V2, 0, 0, LanguageCode.PYTHON, made.version, None,
+        {"a": "1"}, b"body", SerializeType.MSGPACK, None,
+    )  # fmt: skip
+    assert made.ext_fields is ext and made.body_parts is None
+    bare = RemotingCommand.request(RequestCode.HEART_BEAT)
+    assert bare.ext_fields == {} and bare.body == b"" and bare.opaque == 0
+    assert bare.ext_fields is not RemotingCommand.request(RequestCode.HEART_BEAT).ext_fields
+    assert bare.serialize_type is SerializeType.JSON and bare.language is LanguageCode.PYTHON
