@@ -30,9 +30,9 @@ tagsCode: ``hashCode(TAGS)`` (0 without tags), or a schedule record's deliver ti
 
 Waking: after a master's puts, a callback of the same loop iteration
 (``dispatch_soon``, once the replies are written) calls ``dispatch_now()``: the new
-records inline when idle, else an ``asyncio.Event`` is set (``dispatch_put``: a single
-put's record, not read back); replication and recovery call ``wakeup()``, which only
-sets it. RocketMQ's 1 ms sleep-poll becomes a wait on the event (a 1 s safety timer).
+records inline when idle, else an ``asyncio.Event`` is set (``dispatch_fields``: a
+single put's record, not read back); replication and recovery call ``wakeup()``, which
+only sets it. RocketMQ's 1 ms sleep-poll becomes a wait on the event (a 1 s safety timer).
 """
 
 from __future__ import annotations
@@ -89,6 +89,8 @@ stored properties string: a listener that needs the map parses it
 _SAFETY_WAKE_S: Final = 1.0
 _HEAD: Final = struct.Struct(">ii")
 _TRANSACTION_BITS: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE  # sysFlag & 0xC
+_ROLLBACK: Final = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE  # its keys are not indexed
+_NO_UNIT_BIT: Final = MessageSysFlag.TRANSACTION_PREPARED_TYPE  # PREPARED, ROLLBACK: no unit
 
 
 @dataclass(slots=True)
@@ -187,65 +189,31 @@ class ReputMessageService(Service):
         if outcome != _STOP and self.reput_from < self._commit_log.max_offset:
             self._wake.set()  # a file to create, or more than one chunk: the loop's work
 
-    def dispatch_put(self, request: DispatchRequest, properties: str) -> None:
-        """``dispatch_now`` for the one record a single put just appended at ``reput_from``.
-
-        The put knows the record's fields, so nothing is read back from the file: no
-        scan, no decode of the fixed part, topic and properties bytes (a record's
-        strings are the put's strings: encoded with surrogateescape, decoded with it).
-        ``request`` comes without what the properties give; ``properties`` is parsed
-        here with the scanner's rules. Anything else (a backlog, a schedule-topic
-        record, a file to create) takes ``dispatch_now``'s scanning way; with
-        ``verify_writes`` the request is checked against that way field by field.
-        """
-        if (
-            self._busy or not self._inline_ok or request.commit_log_offset != self.reput_from
-            or request.topic == RMQ_SYS_SCHEDULE_TOPIC
-        ):  # fmt: skip
-            self.dispatch_now()
-            return
-        self._builder.complete_put(request, properties)
-        self._busy = True
-        try:
-            if self._verify:
-                self._check_against_file(request)
-            if self._put_unit(request) is None and self._index_all([request]):
-                self._stats.dispatched_messages += 1  # a master's: no slave counting
-                self._notify(request)
-                self.reput_from = request.commit_log_offset + request.msg_size
-                self._resolve_waiters()
-        except Exception as exc:
-            self._inline_failed("dispatch_put", exc)
-            return
-        finally:
-            self._busy = False
-        if self.reput_from < self._commit_log.max_offset:
-            self._wake.set()  # a file to create: the loop scans this record again
-
     def dispatch_fields(  # noqa: PLR0917 - a put's fields, positional on the hot path
         self, topic: str, queue_id: int, sys_flag: int, prepared_offset: int,
         properties: str, physical_offset: int, size: int, queue_offset: int, stamp: int,
     ) -> None:  # fmt: skip
-        """``dispatch_put`` of a single put given by its fields, as ``DispatchSoon`` notes them.
+        """``dispatch_now`` for the one record a single put just appended at
+        ``reput_from``, given by the put's fields as ``DispatchSoon`` notes them.
 
-        A plain record (no transaction bits) that is next, outside the schedule topic,
-        while the service is idle, goes from the fields to its ConsumeQueue unit, its
-        index keys and its arrival notice without a ``DispatchRequest`` (the sync
-        sender's path: each layer it skips was a call per send). Anything else builds the
-        request and takes ``dispatch_put``. With ``verify_writes`` the request is built
-        too, and checked against the record in the file, before the same fields way.
+        The put knows the record's fields, so nothing is read back from the file: no
+        scan, no decode of the fixed part, topic and properties bytes (a record's
+        strings are the put's strings: encoded with surrogateescape, decoded with it),
+        and no ``DispatchRequest``: the fields go to the ConsumeQueue unit (NOT_TYPE and
+        COMMIT records), the index keys (all but ROLLBACK) and the arrival notice;
+        ``properties`` is parsed with the scanner's rules. Anything else (a backlog, a
+        schedule-topic record, a file to create) takes ``dispatch_now``'s scanning way.
+        With ``verify_writes`` the request the scan would build is built and checked
+        against the record in the file, field by field.
         """
         if (
             self._busy or not self._inline_ok or physical_offset != self.reput_from
-            or sys_flag & _TRANSACTION_BITS or topic == RMQ_SYS_SCHEDULE_TOPIC
+            or topic == RMQ_SYS_SCHEDULE_TOPIC
         ):  # fmt: skip
-            request = DispatchRequest(
-                topic, queue_id, physical_offset, size, 0, stamp, queue_offset, None, None,
-                sys_flag, prepared_offset,
-            )  # fmt: skip
-            self.dispatch_put(request, properties)
+            self.dispatch_now()
             return
         code, keys, uniq_key = self._builder.put_fields(properties)
+        transaction = sys_flag & _TRANSACTION_BITS
         self._busy = True
         try:
             if self._verify:
@@ -255,23 +223,26 @@ class ReputMessageService(Service):
                         keys, uniq_key, sys_flag, prepared_offset, properties,
                     )
                 )  # fmt: skip
-            queue = self._cq_table.find_or_create(topic, queue_id)
-            status = queue.put(physical_offset, size, code, queue_offset, stamp)
-            if status is PutUnitStatus.OK:
-                self._checkpoint.logics_msg_timestamp = stamp  # a master's: no physic time
-            elif status is PutUnitStatus.ERROR:
-                self._unit_failed(f"{topic}/{queue_id}@{queue_offset} at {physical_offset}")
-            if status is not PutUnitStatus.NEED_FILE and self._index_put(
-                topic, keys, uniq_key, physical_offset, stamp
+            status = PutUnitStatus.OK
+            if not transaction & _NO_UNIT_BIT:  # NOT_TYPE or COMMIT: a unit
+                queue = self._cq_table.find_or_create(topic, queue_id)
+                status = queue.put(physical_offset, size, code, queue_offset, stamp)
+                if status is PutUnitStatus.OK:
+                    self._checkpoint.logics_msg_timestamp = stamp  # a master's: no physic
+                elif status is PutUnitStatus.ERROR:
+                    self._unit_failed(f"{topic}/{queue_id}@{queue_offset} at {physical_offset}")
+            if status is not PutUnitStatus.NEED_FILE and (
+                transaction == _ROLLBACK
+                or self._index_put(topic, keys, uniq_key, physical_offset, stamp)
             ):
-                self._stats.dispatched_messages += 1
+                self._stats.dispatched_messages += 1  # a master's: no slave counting
                 for listener in self._listeners:
                     listener(topic, queue_id, queue_offset + 1, code, stamp, properties)
                 self.reput_from = physical_offset + size
                 if self._waiters:
                     self._resolve_waiters()
         except Exception as exc:
-            self._inline_failed("dispatch_put", exc)
+            self._inline_failed("dispatch_fields", exc)
             return
         finally:
             self._busy = False
@@ -299,7 +270,7 @@ class ReputMessageService(Service):
         """``verify_writes``: the put's request equals the one the file's record gives."""
         selected = self._commit_log.get_data(request.commit_log_offset)
         if selected is None:
-            raise StoreError(f"dispatch_put: nothing stored at {request.commit_log_offset}")
+            raise StoreError(f"dispatch_fields: nothing stored at {request.commit_log_offset}")
         with selected:
             self._builder.check_put(request, selected.view)
 
@@ -507,26 +478,6 @@ class ReputMessageService(Service):
         # dispatch goes on so the other queues stay current.
         self._flags.make_logics_queue_error()
         log.error("consume queue write failed; store no longer writeable %s", request)
-
-    def _put_unit(self, request: DispatchRequest) -> _NeedFile | None:
-        """One put's ConsumeQueue unit; a _NeedFile when a file must be created first."""
-        if not request.builds_consume_queue:
-            return None
-        queue = self._cq_table.find_or_create(request.topic, request.queue_id)
-        status = queue.put(
-            request.commit_log_offset,
-            request.msg_size,
-            request.tags_code,
-            request.consume_queue_offset,
-            request.store_timestamp,
-        )
-        if status is PutUnitStatus.NEED_FILE:
-            return _NeedFile(request, queue)
-        if status is PutUnitStatus.OK:
-            self._unit_written(request)
-        elif status is PutUnitStatus.ERROR:
-            self._unit_failed(request)
-        return None
 
     def _index_all(self, requests: list[DispatchRequest]) -> int:
         """Index keys of ``requests``: how many are done (the rest wait for a file)."""
