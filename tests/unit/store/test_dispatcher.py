@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from aiorocketmq.common.clock import ManualClock
-from aiorocketmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC
+from aiorocketmq.common.constants import RMQ_SYS_SCHEDULE_TOPIC, MessageSysFlag
 from aiorocketmq.common.message_codec import decode_record
 from aiorocketmq.common.properties import string_to_properties
 from aiorocketmq.common.tag_hash import tags_code
@@ -20,6 +20,7 @@ from aiorocketmq.store.dispatch_request import DispatchRequest
 from aiorocketmq.store.errors import StoreError
 from aiorocketmq.store.message_store import MessageStore
 from aiorocketmq.store.results import GetMessageStatus, PutMessageStatus
+from aiorocketmq.store.running_flags import RunningFlag
 from tests.support.kernels import IMPLEMENTATIONS, use_dispatch_kernel
 from tests.support.wait import wait_until
 from tests.unit.store.helpers import make_record
@@ -254,6 +255,64 @@ async def test_a_single_put_is_dispatched_from_its_own_fields(
                 assert offsets == [result.physical_offset], key
             finally:
                 found.release()
+    finally:
+        await store.shutdown()
+
+
+async def test_a_queue_unit_that_cannot_be_written_stops_puts_and_dispatch_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A single put whose ConsumeQueue unit fails to write (the fields way): the store
+    refuses further puts, the record stays stored and dispatch moves past it."""
+    store = await open_store(store_config(tmp_path), clock=ManualClock())
+    heard: list[Arrival] = []
+    store.add_arrival_listener(lambda *args: heard.append(args))
+    try:
+        await put_ok(store, inner(b"first", queue_id=1))  # the queue's file exists now
+        await dispatched(store)
+        queue = store.cq_table.find_or_create(TOPIC, 1)
+        last = queue.queue.last_file
+        assert last is not None
+        last.fail_writes = OSError("EIO")
+        result = await put_ok(store, inner(b"second", queue_id=1))
+        await dispatched(store)
+        assert store.flags.bits & RunningFlag.WRITE_LOGICS_QUEUE_ERROR
+        assert not store.flags.writeable
+        assert store.dispatcher.reput_from == result.physical_offset + result.wrote_bytes
+        assert [arrival[2] for arrival in heard] == [1, 2]  # announced all the same
+        assert (await store.put_message(inner(b"third"))).status is (
+            PutMessageStatus.SERVICE_NOT_AVAILABLE
+        )
+    finally:
+        await store.shutdown()
+
+
+async def test_transaction_records_take_the_fields_way_by_their_type(tmp_path: Path) -> None:
+    """PREPARED and ROLLBACK records get no queue unit, COMMIT and plain ones do; the
+    keys of all but ROLLBACK are indexed; each is announced."""
+    store = await open_store(store_config(tmp_path), clock=ManualClock())
+    heard: list[Arrival] = []
+    store.add_arrival_listener(lambda *args: heard.append(args))
+    types = {
+        "plain": MessageSysFlag.TRANSACTION_NOT_TYPE,
+        "prepared": MessageSysFlag.TRANSACTION_PREPARED_TYPE,
+        "commit": MessageSysFlag.TRANSACTION_COMMIT_TYPE,
+        "rollback": MessageSysFlag.TRANSACTION_ROLLBACK_TYPE,
+    }
+    try:
+        await put_ok(store, inner(b"first", KEYS="k-first"))  # the first files exist now
+        await dispatched(store)
+        for name, sys_flag in types.items():
+            await put_ok(store, inner(name.encode(), sys_flag=sys_flag, KEYS=f"k-{name}"))
+            await dispatched(store)
+        assert len(units_of(store, TOPIC, 0)) == 3  # first, plain, commit
+        for name, indexed in (("plain", 1), ("prepared", 1), ("commit", 1), ("rollback", 0)):
+            found = store.query_message(TOPIC, f"k-{name}", 4, 0, 2**62)
+            try:
+                assert len(found.messages) == indexed, name
+            finally:
+                found.release()
+        assert len(heard) == 5
     finally:
         await store.shutdown()
 
