@@ -18,13 +18,14 @@ the run, the counts stay exact). Two sides:
   result (the messages are built before counting starts).
 
 Per side it prints bytecodes and Python calls per send and the functions that execute
-most of them. Speed is still measured by the other benchmarks; this says where the
-Python work is and whether a change removed some. Fewer bytecodes is not always less
-time on this kind of VM: between requests the caches go cold, and what a send costs
-there follows what it touches as much as what it executes (the hot modules compiled
-as they are by Cython ran 23 % fewer instructions in process here, and cost the
-broker more CPU per send in place). Confirm a change with paired runs of
-``single_send_floor.py``.
+most of them; for the broker also the part until its reply is written, which a sync
+sender's round trip waits for (the dispatch runs after it). Speed is still measured by
+the other benchmarks; this says where the Python work is and whether a change removed
+some. Fewer bytecodes is not always less time on this kind of VM: between requests the
+caches go cold, and what a send costs there follows what it touches as much as what it
+executes (the hot modules compiled as they are by Cython ran 23 % fewer instructions in
+process here, and cost the broker more CPU per send in place). Confirm a change with
+paired runs of ``single_send_floor.py``.
 
 Run: ``python benchmarks/send_path_ops.py [--sends 2000] [--top 25] [--side both]``.
 Prints; asserts nothing.
@@ -90,13 +91,22 @@ class OpCounter:
             finally:
                 sys.settrace(None)
 
+    def call(self, fn: Callable[[bytes], None], arg: bytes) -> None:
+        """Run ``fn(arg)``, counting inside it."""
+        sys.settrace(self._trace)
+        try:
+            fn(arg)
+        finally:
+            sys.settrace(None)
+
+    def totals(self, sends: int) -> tuple[float, float]:
+        """Bytecodes and calls per send."""
+        return sum(self.ops.values()) / sends, sum(self.calls.values()) / sends
+
     def report(self, side: str, sends: int, top: int) -> None:
         """Totals and the ``top`` functions by bytecodes, per send."""
-        ops = sum(self.ops.values())
-        calls = sum(self.calls.values())
-        print(
-            f"\n{side}: {ops / sends:,.0f} bytecodes and {calls / sends:.1f} Python calls per send"
-        )
+        ops, calls = self.totals(sends)
+        print(f"\n{side}: {ops:,.0f} bytecodes and {calls:.1f} Python calls per send")
         for key, count in self.ops.most_common(top):
             per_call = self.calls[key] / sends
             print(f"  {count / sends:7.1f}  {per_call:5.2f} calls  {key[0]}:{key[1]}")
@@ -172,6 +182,14 @@ async def broker_side(args: argparse.Namespace, directory: Path) -> None:
         await counter.count(args.sends, send)
         assert transport.writes - before == args.sends, "a send got no reply"
         counter.report("broker (in-process connection, reply and dispatch)", args.sends, args.top)
+        # The same sends again, counting only the read that ends with the reply written:
+        # the part a sync sender's round trip waits for (the dispatch runs after it).
+        reply = OpCounter()
+        for _ in range(args.sends):
+            reply.call(conn.data_received, frame)
+            await asyncio.sleep(0)
+        ops, calls = reply.totals(args.sends)
+        print(f"  of which until the reply is written: {ops:,.0f} bytecodes, {calls:.1f} calls")
     finally:
         await broker.shutdown()
 
