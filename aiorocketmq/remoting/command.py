@@ -190,7 +190,7 @@ class RemotingCommand:
     ) -> RemotingCommand:
         """A new request; the connection that sends it assigns ``opaque``."""
         ext = ext_fields if ext_fields is not None else {}
-        if _KERNEL is not None:  # built in place: no __init__ frame, on every request
+        if _KERNEL is not None and cls is RemotingCommand:  # in place: no __init__ frame
             return _KERNEL.new_command(  # type: ignore[no-any-return]
                 cls, code, 0, 0, language, version, None, ext, body, serialize_type
             )

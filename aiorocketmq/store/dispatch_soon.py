@@ -68,8 +68,8 @@ class DispatchSoon:
     def note_put(self, msg: MessageExtBrokerInner, appended: AppendResult) -> None:
         """A single put appended ``msg`` (stored as sent) as ``appended`` says.
 
-        Its fields are noted, not a request: the dispatcher builds one only when the
-        record does not take its fields way, and a scan reads the record back anyway.
+        Its fields are noted, not a request: the dispatcher takes the record from them
+        (``dispatch_fields``), and a scan reads the record back anyway.
         """
         self._puts.append(
             (msg.topic, msg.queue_id, msg.sys_flag, msg.prepared_transaction_offset,

@@ -260,8 +260,9 @@ class IndexService(Service):
     def index_put(
         self, topic: str, keys: str | None, uniq_key: str | None, offset: int, stamp: int
     ) -> bool:
-        """``build_index`` of a plain (not rolled back) single put given by its fields:
-        the dispatcher's fields way, with no request built when the kernel takes it.
+        """``build_index`` of a single put's record (not rolled back) given by its
+        fields: the dispatcher's fields way, with no request built when the kernel
+        takes it.
 
         Returns:
             As ``build_index``.

@@ -369,3 +369,15 @@ def test_a_request_is_the_command_its_fields_make() -> None:
     assert bare.ext_fields == {} and bare.body == b"" and bare.opaque == 0
     assert bare.ext_fields is not RemotingCommand.request(RequestCode.HEART_BEAT).ext_fields
     assert bare.serialize_type is SerializeType.JSON and bare.language is LanguageCode.PYTHON
+
+
+def test_a_subclass_s_request_runs_its_own_init() -> None:
+    """Only ``RemotingCommand`` itself is built in place: a subclass's ``__init__`` runs."""
+
+    class Traced(RemotingCommand):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            self.remark = "traced"
+
+    made = Traced.request(RequestCode.HEART_BEAT, {"k": "v"})
+    assert type(made) is Traced and made.remark == "traced" and made.ext_fields == {"k": "v"}
