@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import msgpack
 
@@ -247,16 +247,8 @@ def encode_frame_parts(
     Raises:
         LocalProtocolError: the header cannot be encoded or the frame is too long.
     """
-    body = cmd.body_parts if cmd.body_parts is not None else cmd.body
-    return _encode_head(cmd, cmd.body_length, max_frame_length), body
-
-
-def _encode_head(cmd: RemotingCommand, body_length: int, max_frame_length: int) -> bytes:
-    head = kernel_head(
-        cmd.serialize_type, cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag,
-        cmd.remark, cmd.ext_fields, body_length, max_frame_length,
-    )  # fmt: skip
-    return head if head is not None else py_encode_frame_head(cmd, max_frame_length)
+    head = cast(bytes, frame_buffers(cmd, max_frame_length)[0][0])  # the head is bytes
+    return head, cmd.body_parts if cmd.body_parts is not None else cmd.body
 
 
 def kernel_head(  # noqa: PLR0917 - a command's fields, positional on every frame

@@ -89,14 +89,14 @@ class DispatchFiles:
                     log.error("creating a file for %s failed: %s; retrying", request, exc)
                 self._failing = True
                 if attempt < attempts:
-                    await self.pause()
+                    await self._pause()
                 continue
             self._recovered(queue is None)
             return
         if queue is not None:
             self._flags.make_logics_queue_error()
             self._queue_error_is_ours = True
-            await self.pause()  # then the step meets the same record and tries again
+            await self._pause()  # then the step meets the same record and tries again
         else:
             self._flags.make_index_file_error()
             if not self.index_down_since_ms:
@@ -105,7 +105,7 @@ class DispatchFiles:
                     self._owner.spawn(self._heal_index(), name="heal-index")
             self.index_down_since_ms = time.monotonic_ns() // 1_000_000
 
-    async def pause(self) -> None:
+    async def _pause(self) -> None:
         """A retry's pause: a second, or until the service stops."""
         try:
             async with asyncio.timeout(_RETRY_PAUSE_S):
@@ -117,7 +117,7 @@ class DispatchFiles:
         """Retry the IndexFile each second while there is none: puts are refused, so no
         record brings a retry (a disk full at an index roll refused puts until restart)."""
         while self.index_down_since_ms:
-            await self.pause()
+            await self._pause()
             if self._owner.stopping.is_set():
                 return
             try:
