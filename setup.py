@@ -24,6 +24,7 @@ KERNELS = [
     "aiorocketmq/common/_record_kernels.pyx",
     "aiorocketmq/remoting/_frame_kernels.pyx",
     "aiorocketmq/remoting/_json_kernels.pyx",
+    "aiorocketmq/remoting/_observe_kernels.pyx",
     "aiorocketmq/store/_dispatch_kernels.pyx",
     "aiorocketmq/store/_index_kernels.pyx",
 ]

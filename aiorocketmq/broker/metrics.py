@@ -100,12 +100,12 @@ class BrokerMetrics:
         self._ha = ha
         self.forced_clean = forced_clean
         # Off (metricsPort 0): a plain table, so requests pay nothing for metrics.
+        self.rpc = BucketHistogram(RPC_LATENCY_BUCKETS_MS)
         self.table: ProcessorTable = (
-            ObservedProcessorTable(self.observe)
+            ObservedProcessorTable(self.rpc, self.observe_pull, (_PULL,))
             if settings.broker.metrics_port
             else ProcessorTable()
         )
-        self.rpc = BucketHistogram(RPC_LATENCY_BUCKETS_MS)
         self.out_messages: dict[tuple[str, str], int] = {}
         self.out_bytes: dict[tuple[str, str], int] = {}
         self.disk_ratio = -1.0
@@ -120,13 +120,12 @@ class BrokerMetrics:
 
     # -- hook --------------------------------------------------------------------------
 
-    def observe(
+    def observe_pull(
         self, request: RemotingCommand, reply: RemotingCommand | bytes | None, secs: float
     ) -> None:
-        """The table's per-request hook: RPC latency, and pull traffic on success."""
-        code = request.code
-        self.rpc.observe(code, secs * 1000.0)
-        if code != _PULL or type(reply) is not RemotingCommand or reply.code != _SUCCESS:
+        """The table's hook for PULL_MESSAGE (the table counts every request's latency):
+        the pull traffic of a successful reply."""
+        if type(reply) is not RemotingCommand or reply.code != _SUCCESS:
             return
         try:
             count, size = _count_records(reply)

@@ -66,10 +66,12 @@ class NamesrvMetrics:
         self._metrics_port = metrics_port
         self._host = host
         # Off (metricsPort 0): a plain table, so requests pay nothing for metrics.
-        self.table: ProcessorTable = (
-            ObservedProcessorTable(self.observe) if metrics_port else ProcessorTable()
-        )
         self.rpc = BucketHistogram(RPC_LATENCY_BUCKETS_MS)
+        self.table: ProcessorTable = (
+            ObservedProcessorTable(self.rpc, self.observe_route, (_ROUTE,))
+            if metrics_port
+            else ProcessorTable()
+        )
         self.route_found = 0
         self.route_not_found = 0
         self.registry = CollectorRegistry(auto_describe=False)
@@ -77,17 +79,15 @@ class NamesrvMetrics:
         self._http = MetricsHttpServer(self.render, TEXT_CONTENT_TYPE, name="namesrv")
         self.port = 0
 
-    def observe(
+    def observe_route(
         self, request: RemotingCommand, reply: RemotingCommand | bytes | None, secs: float
     ) -> None:
-        """The table's per-request hook."""
-        code = request.code
-        self.rpc.observe(code, secs * 1000.0)
-        if code == _ROUTE:
-            if type(reply) is RemotingCommand and reply.code == _SUCCESS:
-                self.route_found += 1
-            else:
-                self.route_not_found += 1
+        """The table's hook for GET_ROUTEINFO_BY_TOPIC (the table counts every
+        request's latency): found or not."""
+        if type(reply) is RemotingCommand and reply.code == _SUCCESS:
+            self.route_found += 1
+        else:
+            self.route_not_found += 1
 
     async def start(self) -> None:
         """Serve ``/metrics`` (0: off); a bind failure is only logged."""

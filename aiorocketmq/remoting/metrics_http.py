@@ -1,9 +1,10 @@
 """Metrics plumbing shared by the broker and the name server.
 
-Owns: ``ObservedProcessorTable`` (a ``ProcessorTable`` whose handlers report
-every request, its reply and its time to one observer: the cheap hook behind
-``rocketmq_rpc_latency``), ``BucketHistogram`` (per-key bucket counts kept as
-plain lists, turned into a Prometheus histogram only at scrape time) and
+Owns: ``ObservedProcessorTable`` (a ``ProcessorTable`` whose handlers count every
+request's time into a histogram, and hand the replies of the codes that ask for them
+to one observer: the cheap hook behind ``rocketmq_rpc_latency``),
+``BucketHistogram`` (per-key bucket counts kept as plain lists, turned into a
+Prometheus histogram only at scrape time) and
 ``MetricsHttpServer`` (a tiny asyncio HTTP server answering ``GET /metrics``).
 
 Must not: know what a broker or a name server counts (their ``metrics`` modules
@@ -17,12 +18,13 @@ import asyncio
 import inspect
 import logging
 from bisect import bisect_left
-from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Sequence
 from time import perf_counter
 from typing import Final
 
 from prometheus_client.metrics_core import HistogramMetricFamily
 
+from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.connection import (
     Handler,
@@ -39,9 +41,14 @@ __all__ = [
     "ObservedProcessorTable",
     "RequestObserver",
     "free_or_configured_port",
+    "observed",
 ]
 
 log = logging.getLogger(__name__)
+
+#: ``remoting/_observe_kernels.pyx``: a timed handler in C when built and not turned off.
+_KERNEL = load_kernel("aiorocketmq.remoting._observe_kernels")
+_KERNEL_MAX_BOUNDS: Final = 64  # the kernel's fixed room for bounds
 
 #: RocketMQ 5's ``rocketmq_rpc_latency`` buckets (RemotingMetricsManager), in ms.
 RPC_LATENCY_BUCKETS_MS: Final = (1.0, 3.0, 5.0, 7.0, 10.0, 100.0, 1000.0, 2000.0, 3000.0)
@@ -60,48 +67,84 @@ _READ_TIMEOUT_S: Final = 10.0
 
 
 class ObservedProcessorTable(ProcessorTable):
-    """A processor table that times every handler and reports its reply.
+    """A processor table that times every handler into a latency histogram.
 
-    The wrapper is made once per registration, so a request costs two
-    ``perf_counter`` calls and one observer call (plus one coroutine when the
-    handler answers asynchronously). Held pulls report when their reply is ready,
-    so their time includes the hold. A handler that raises reports ``None``.
+    Every request's handler time goes to ``latency`` (milliseconds, keyed by request
+    code); the requests whose code is in ``reply_codes`` also go to ``on_reply`` with
+    their reply (a pull's traffic, a route lookup's outcome). Held pulls report when
+    their reply is ready, so their time includes the hold. A handler that raises
+    reports ``None``.
+
+    The wrapper is made once per registration (``observed``): compiled when the kernel
+    is built, so a request costs two ``perf_counter`` calls and no Python frame of
+    its own (plus one coroutine when the handler answers asynchronously).
 
     Args:
-        observer: Gets ``(request, reply, seconds)``; it must not raise.
+        latency: Gets every request's time.
+        on_reply: Gets ``(request, reply, seconds)`` for ``reply_codes``; must not raise.
+        reply_codes: The request codes ``on_reply`` wants.
     """
 
-    __slots__ = ("_observer",)
+    __slots__ = ("_latency", "_on_reply", "_reply_codes")
 
-    def __init__(self, observer: RequestObserver) -> None:
+    def __init__(
+        self,
+        latency: BucketHistogram,
+        on_reply: RequestObserver | None = None,
+        reply_codes: Iterable[int] = (),
+    ) -> None:
         super().__init__()
-        self._observer = observer
+        self._latency = latency
+        self._on_reply = on_reply
+        self._reply_codes = frozenset(reply_codes)
 
     def register(self, code: int, handler: Handler) -> None:
         """Route ``code`` to ``handler``, timed."""
-        super().register(code, _observed(handler, self._observer))
+        super().register(code, self._observed(handler))
 
     def set_default(self, handler: Handler) -> None:
         """Handle unregistered codes with ``handler``, timed."""
-        super().set_default(_observed(handler, self._observer))
+        super().set_default(self._observed(handler))
+
+    def _observed(self, handler: Handler) -> Handler:
+        return observed(handler, self._latency, self._on_reply, self._reply_codes)
 
 
-def _observed(handler: Handler, observer: RequestObserver) -> Handler:
+def observed(
+    handler: Handler,
+    latency: BucketHistogram,
+    on_reply: RequestObserver | None = None,
+    reply_codes: frozenset[int] = frozenset(),
+) -> Handler:
+    """``handler`` timed into ``latency``, its replies of ``reply_codes`` to ``on_reply``
+    (``ObservedProcessorTable``); the C kernel's ``ObservedHandler`` when built."""
+    if _KERNEL is not None and len(latency.bounds) <= _KERNEL_MAX_BOUNDS:
+        return _KERNEL.ObservedHandler(  # type: ignore[no-any-return]
+            handler, latency._rows, latency.bounds, on_reply, reply_codes, _finish,
+            RemotingCommand, inspect.isawaitable, perf_counter,
+        )  # fmt: skip
+
+    def report(request: RemotingCommand, reply: HandlerResult, seconds: float) -> None:
+        code = request.code
+        latency.observe(code, seconds * 1000.0)
+        if on_reply is not None and code in reply_codes:
+            on_reply(request, reply, seconds)  # type: ignore[arg-type]
+
     def run(conn: RemotingConnection, request: RemotingCommand) -> HandlerResult:
         start = perf_counter()
         try:
             result = handler(conn, request)
         except Exception:
-            observer(request, None, perf_counter() - start)
+            report(request, None, perf_counter() - start)
             raise
         # Most handlers answer inline; check that first (isawaitable costs ~0.3 us).
         if (
             type(result) is RemotingCommand or type(result) is bytes or result is None
             or not inspect.isawaitable(result)
         ):  # fmt: skip
-            observer(request, result, perf_counter() - start)
+            report(request, result, perf_counter() - start)
             return result
-        return _finish(result, request, start, observer)
+        return _finish(result, request, start, report)
 
     return run
 
@@ -110,14 +153,14 @@ async def _finish(
     pending: Awaitable[RemotingCommand | None],
     request: RemotingCommand,
     start: float,
-    observer: RequestObserver,
+    report: RequestObserver,
 ) -> RemotingCommand | None:
     reply: RemotingCommand | None = None
     try:
         reply = await pending
         return reply
     finally:
-        observer(request, reply, perf_counter() - start)
+        report(request, reply, perf_counter() - start)
 
 
 class BucketHistogram:

@@ -50,6 +50,7 @@ KERNELS = (
     "aiorocketmq.broker._send_kernels", "aiorocketmq.client._produce_kernels",
     "aiorocketmq.common._hash_kernels", "aiorocketmq.common._props_kernels",
     "aiorocketmq.common._record_kernels", "aiorocketmq.remoting._frame_kernels",
+    "aiorocketmq.remoting._json_kernels", "aiorocketmq.remoting._observe_kernels",
     "aiorocketmq.store._dispatch_kernels", "aiorocketmq.store._index_kernels",
 )  # fmt: skip
 EXAMPLE_NAMESRV = "127.0.0.1:9876"

@@ -47,6 +47,15 @@ def use_frame_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> No
         _use_kernel(implementation, monkeypatch, module, "aiorocketmq.remoting._frame_kernels")
 
 
+def use_observe_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``ObservedProcessorTable`` time handlers in C ("c") or in Python ("python");
+    a table registered before the switch keeps its handlers."""
+    _use_kernel(
+        implementation, monkeypatch, "aiorocketmq.remoting.metrics_http",
+        "aiorocketmq.remoting._observe_kernels",
+    )  # fmt: skip
+
+
 def use_pulled_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make ``common.pulled_message`` decode in C ("c") or in Python ("python")."""
     _use_kernel(implementation, monkeypatch, "aiorocketmq.common.pulled_message", _RECORD_KERNELS)

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
@@ -23,6 +25,7 @@ from aiorocketmq.broker.metrics import _replication_lags
 from aiorocketmq.common.topic_config import TopicConfig
 from aiorocketmq.namesrv.config import NamesrvConfig
 from aiorocketmq.namesrv.server import NamesrvController
+from aiorocketmq.remoting import metrics_http
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
@@ -31,8 +34,10 @@ from aiorocketmq.remoting.metrics_http import (
     BucketHistogram,
     ObservedProcessorTable,
     histogram_family,
+    observed,
 )
 from tests.support.cluster import in_process_broker
+from tests.support.kernels import IMPLEMENTATIONS, use_observe_kernel
 from tests.unit.broker.broker_support import pull_request
 from tests.unit.broker.processor_support import send_request
 
@@ -234,10 +239,17 @@ async def test_namesrv_metrics_count_route_requests_and_brokers(tmp_path: Path) 
         await namesrv.shutdown()
 
 
-async def test_observed_table_reports_inline_awaited_and_raising_handlers() -> None:
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+async def test_observed_table_reports_inline_awaited_and_raising_handlers(
+    implementation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_observe_kernel(implementation, monkeypatch)
     seen: list[tuple[int, int | None]] = []
+    latency = BucketHistogram((1.0, 3.0, 1000.0))
     table = ObservedProcessorTable(
-        lambda req, reply, secs: seen.append((req.code, None if reply is None else reply.code))
+        latency,
+        lambda req, reply, secs: seen.append((req.code, None if reply is None else reply.code)),
+        (2, 99),
     )
     request = RemotingCommand.request(RequestCode.SEND_MESSAGE, {})
 
@@ -251,18 +263,50 @@ async def test_observed_table_reports_inline_awaited_and_raising_handlers() -> N
     table.register(2, later)
     table.set_default(boom)
     request.code = 1
-    table.get(1)(None, request)  # type: ignore[misc, arg-type]
+    reply = table.get(1)(None, request)  # type: ignore[misc, arg-type]
+    assert isinstance(reply, RemotingCommand) and reply.code == ResponseCode.SUCCESS
     request.code = 2
     reply = await table.get(2)(None, request)  # type: ignore[misc, arg-type]
     assert reply is not None and reply.code == ResponseCode.SYSTEM_BUSY
     request.code = 99
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="boom"):
         table.get(99)(None, request)  # type: ignore[misc, arg-type]
-    assert seen == [
-        (1, ResponseCode.SUCCESS),
-        (2, ResponseCode.SYSTEM_BUSY),
-        (99, None),
-    ]
+    # Code 1 is timed but not handed over: only 2 and 99 asked for their replies.
+    assert seen == [(2, ResponseCode.SYSTEM_BUSY), (99, None)]
+    rows = {key: (counts, total) for key, counts, total in latency.items()}
+    assert sorted(rows) == [1, 2, 99]
+    for counts, total in rows.values():
+        assert sum(counts) == 1 and 0.0 <= total < 1000.0
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@settings(max_examples=200, deadline=None)
+@given(
+    bounds=st.lists(
+        st.floats(min_value=0.0, max_value=1e4, allow_nan=False), min_size=1, max_size=12
+    ).map(lambda b: tuple(sorted(set(b)))),
+    times_ms=st.lists(
+        st.tuples(st.integers(0, 3), st.floats(0.0, 2e4, allow_nan=False)), max_size=40
+    ),
+)
+def test_timed_handler_counts_as_the_histogram_does(
+    implementation: str,
+    bounds: tuple[float, ...],
+    times_ms: list[tuple[int, float]],
+) -> None:
+    """Whichever way times a handler, its rows are those ``BucketHistogram.observe``
+    makes of the same times (bucket edges included: ``le`` is inclusive)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        use_observe_kernel(implementation, monkeypatch)
+        clock = iter(x for _, ms in times_ms for x in (0.0, ms / 1000.0))
+        monkeypatch.setattr(metrics_http, "perf_counter", lambda: next(clock))
+        timed, expected = BucketHistogram(bounds), BucketHistogram(bounds)
+        handler = observed(lambda _conn, req: None, timed)
+        for code, ms in times_ms:
+            request = RemotingCommand.request(code, {})
+            handler(None, request)  # type: ignore[arg-type]
+            expected.observe(code, (ms / 1000.0 - 0.0) * 1000.0)
+        assert list(timed.items()) == list(expected.items())
 
 
 def test_replication_lag_reads_master_and_slave_runtime_keys() -> None:
