@@ -70,7 +70,7 @@ from aiorocketmq.store.index_shadow import (
     repair_heads,
     write_marked_blocking,
 )
-from aiorocketmq.store.mapped_file import MappedFile
+from aiorocketmq.store.mapped_file import OS_PAGE_SIZE, MappedFile
 from aiorocketmq.store.page_ops import msync, populate_write
 
 __all__ = [
@@ -200,6 +200,10 @@ class IndexFile:
             # in a zero page of the slot table, on the event loop (a dispatch chunk of a
             # few thousand keys stalled it ~6 ms). Fault the table in here, off the loop.
             populate_write(mapped.buffer, 0, index._items_base)
+        # The first key's item lands past the slot table, on a page of its own: faulted
+        # in here, as MappedFile.create_blocking does the file's first page.
+        first_item = index._items_base - index._items_base % OS_PAGE_SIZE
+        populate_write(mapped.buffer, first_item, min(first_item + OS_PAGE_SIZE, mapped.file_size))
         return index
 
     def shadow_blocking(self) -> None:

@@ -3,6 +3,7 @@ warming, fault hooks, and the lifetime rule (never unmapped under a holder)."""
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import gc
 import os
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from aiorocketmq.store import mapped_file as mapped_file_module
 from aiorocketmq.store import page_ops
 from aiorocketmq.store.errors import StoreError, StoreIOError, StoreLoadError
 from aiorocketmq.store.mapped_file import (
@@ -45,6 +47,61 @@ def test_create_makes_a_full_length_zero_file(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="already exists"):
         MappedFile.create_blocking(mapped.path, SIZE)
     mapped.shutdown()
+
+
+def resident_pages(mapped: MappedFile, start: int, pages: int) -> list[bool]:
+    """Whether each of ``pages`` pages of ``mapped`` from ``start`` is in the page cache
+    (Linux ``mincore``)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    vec = (ctypes.c_ubyte * pages)()
+    anchor = ctypes.c_char.from_buffer(mapped.buffer)
+    try:
+        rc = libc.mincore(ctypes.addressof(anchor) + start, pages * OS_PAGE_SIZE, vec)
+    finally:
+        del anchor
+    assert rc == 0, os.strerror(ctypes.get_errno())
+    return [bool(v & 1) for v in vec]
+
+
+@pytest.mark.parametrize("preallocate", [False, True])
+def test_create_faults_in_the_first_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, preallocate: bool
+) -> None:
+    """The first write's fault (1-40 ms on ext4: the kernel may read the whole new
+    file's zeros in with it) is the creating thread's, not the event loop's."""
+    if not page_ops.populate_supported():
+        pytest.skip("no MADV_POPULATE_WRITE here: the first write faults the page in")
+    mapped = MappedFile.create_blocking(
+        tmp_path / offset_to_file_name(0), SIZE, preallocate=preallocate
+    )
+    try:
+        assert resident_pages(mapped, 0, 1) == [True]
+        assert mapped.path.read_bytes() == bytes(SIZE)  # populating changed no byte
+    finally:
+        mapped.shutdown()
+    # The same creation without the populate: its page is not in (the check can fail).
+    monkeypatch.setattr(mapped_file_module, "populate_write", lambda *_args: True)
+    bare = MappedFile.create_blocking(
+        tmp_path / offset_to_file_name(SIZE), SIZE, preallocate=preallocate
+    )
+    try:
+        assert resident_pages(bare, 0, 1) == [False]
+    finally:
+        bare.shutdown()
+
+
+def test_a_create_whose_first_page_cannot_be_faulted_in_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(*_args: object) -> bool:
+        raise StoreIOError("madvise(MADV_POPULATE_WRITE) failed: Cannot allocate memory")
+
+    monkeypatch.setattr(mapped_file_module, "populate_write", fail)
+    path = tmp_path / offset_to_file_name(0)
+    with pytest.raises(StoreIOError, match="Cannot allocate memory"):
+        MappedFile.create_blocking(path, SIZE)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_preallocated_file_reserves_its_blocks(tmp_path: Path) -> None:
