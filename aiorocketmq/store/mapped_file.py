@@ -256,10 +256,8 @@ class MappedFile:
             if preallocate:
                 reserve_blocks(fd, file_size)
             mm = mmap.mmap(fd, file_size)
-            # A new file's first write through the mapping pays its first fault, which
-            # on ext4 with reserved blocks took 1-40 ms here, more than the rest of the
-            # file's faults together: taken now, in the creating thread, instead of by
-            # the event loop's first put (a new ConsumeQueue's first unit).
+            # The first write's fault (1.5-15 ms on ext4: it may zero-fill the whole new
+            # file) is taken here, in the creating thread, not by the loop's first put.
             populate_write(mm, 0, min(OS_PAGE_SIZE, file_size))
             mtime_ms = os.fstat(fd).st_mtime_ns // 1_000_000
             os.link(temp, path)  # fails if the name appeared meanwhile: no clobbering
