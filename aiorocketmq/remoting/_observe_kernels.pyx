@@ -5,9 +5,9 @@ Owns: ``ObservedHandler``, the compiled twin of ``metrics_http.observed``'s clos
 It times a handler on the given clock (``time.perf_counter``), counts the time in
 milliseconds into a ``BucketHistogram``'s rows under the request code (the same row
 layout and bucket choice as ``BucketHistogram.observe``), and hands the requests
-whose code asks for it to the reply observer. Every request of a broker with metrics on passes through one:
-here that costs no Python frame, where the closure, the histogram's ``observe`` and
-the observer took three.
+whose code asks for it to the reply observer. Every request of a broker with metrics
+on passes through one: here that costs no Python frame, where the closure, the
+histogram's ``observe`` and the observer took three.
 
 Must not: decide anything the reference decides differently. An awaitable result goes
 to the reference's ``_finish`` coroutine, given by the caller, so a held reply is timed
