@@ -149,6 +149,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/store_bench.py
 	$(BIN)/python benchmarks/message_store_bench.py
 	$(BIN)/python benchmarks/pull_bench.py
+	$(BIN)/python benchmarks/cold_read_bench.py
 	$(BIN)/python benchmarks/ha_bench.py
 	$(BIN)/python benchmarks/stock_client_bench.py
 	$(BIN)/python benchmarks/client_bench.py

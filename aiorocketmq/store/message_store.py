@@ -64,6 +64,7 @@ from aiorocketmq.store.index_service import IndexService
 from aiorocketmq.store.inner_message import MessageExtBatch, MessageExtBrokerInner
 from aiorocketmq.store.mapped_file import MappedFile, SelectedBuffer, delete_files_blocking
 from aiorocketmq.store.put_message import MessagePutter, ReplicaWaiter
+from aiorocketmq.store.read_ahead import ReadAhead
 from aiorocketmq.store.results import GetMessageResult, PutMessageResult, QueryMessageResult
 from aiorocketmq.store.running_flags import RunningFlags
 from aiorocketmq.store.store_lifecycle import (
@@ -104,6 +105,7 @@ class MessageStore(Service):
         plain_putter: a plain single put from its fields (``plain_put.py``); None where
             puts keep a flush or replica promise, or the record kernel is not built.
         load_result: what ``load()`` found (None before).
+        read_ahead: reads a pull's records that are not in memory, off the loop.
     """
 
     def __init__(
@@ -141,12 +143,11 @@ class MessageStore(Service):
         )  # fmt: skip
         self.plain_putter = self._putter.plain
         self._putter.replica_waiter = replica_waiter
-        if total_physical_memory is None:
-            total_physical_memory = host_physical_memory()
         self._getter = MessageGetter(
             config, self.commit_log, self.cq_table, self.index_service, stats=self.stats,
-            total_physical_memory=total_physical_memory,
+            total_physical_memory=total_physical_memory or host_physical_memory(),
         )  # fmt: skip
+        self.read_ahead = ReadAhead(self.cq_table)
         self.flush_service = self._build_flush_service()
         self.cq_flush_service = FlushConsumeQueueService(
             self.cq_table, self.checkpoint, self.write_checkpoint,
@@ -285,6 +286,7 @@ class MessageStore(Service):
             await self.executor.run(release_lock_blocking, self._lock_fd)
             self._lock_fd = None
         await self._clean_executor.shutdown()
+        await self.read_ahead.shutdown()
         if self._own_executor:
             await self.executor.shutdown()
 

@@ -115,6 +115,14 @@ class PullProcessor:
         ctx = self._ctx
         sub = checked.subscription
         tag_codes = None if sub.matches_all else sub.code_set
+        # What the pull reads that is not in memory is read in a thread first: its
+        # page faults would wait for the disk on the loop (store/read_ahead.py).
+        read_ahead = ctx.store.read_ahead
+        pending = read_ahead.fault_in_units(
+            header.topic, header.queue_id, header.queue_offset, header.max_msg_nums
+        )
+        if pending is not None:
+            await pending
         result = ctx.store.get_message(
             header.consumer_group,
             header.topic,
@@ -127,6 +135,9 @@ class PullProcessor:
             self._commit(conn, header, allow_suspend)
             return request.response_to(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
         try:
+            pending = read_ahead.fault_in(result)
+            if pending is not None:
+                await pending
             reply = self._reply(request, header, checked.group, result)
         except BaseException:
             result.release()

@@ -1,0 +1,91 @@
+"""ReadAhead on real files: a pull of records that are not in memory reads them in a
+thread first; records in memory cost no thread."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from aiorocketmq.store import page_ops
+from aiorocketmq.store.message_store import MessageStore
+from aiorocketmq.store.results import GetMessageResult, GetMessageStatus
+from tests.unit.store.store_support import TOPIC, bodies, dispatched, inner, open_store, put_ok
+from tests.unit.store.store_support import store_config as make_config
+
+#: 1 KiB bodies over 64 KiB CommitLog files and 50-unit ConsumeQueue files: eight of
+#: each. A restart's recovery reads the last three of each back, and the first
+#: ConsumeQueue file (its minimum offset): the pull at COLD finds neither in memory.
+MESSAGES = 400
+COLD = 100
+BODIES = [bytes([i % 251]) * 1024 for i in range(MESSAGES)]
+
+
+def evict(root: Path) -> None:
+    """Drop every file under ``root`` from the page cache (they are closed and clean)."""
+    for path in root.rglob("*"):
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def in_memory(result: GetMessageResult) -> bool:
+    return all(
+        page_ops.resident(
+            b.file.buffer,
+            b.start_offset - b.file.file_from_offset,
+            b.start_offset - b.file.file_from_offset + b.view.nbytes,
+        )
+        for b in result.buffers
+        if b.file is not None
+    )
+
+
+async def test_records_not_in_memory_are_read_before_the_pull_answers(tmp_path: Path) -> None:
+    if not page_ops.populate_supported():
+        pytest.skip("no MADV_POPULATE_READ here: pulls read as before")
+    config = make_config(tmp_path, flush_interval_commit_log=10)
+    store = await open_store(config)
+    try:
+        for body in BODIES:
+            await put_ok(store, inner(body))
+        await dispatched(store)
+        warm = store.get_message("g", TOPIC, 0, MESSAGES - 32, 32)
+        assert warm is not None and warm.status is GetMessageStatus.FOUND
+        with warm:
+            assert store.read_ahead.fault_in(warm) is None  # just written: no thread
+        assert store.read_ahead.fault_in_units(TOPIC, 0, MESSAGES - 32, 32) is None
+        assert store.read_ahead.cold_reads == 0
+    finally:
+        await store.shutdown()
+    os.sync()
+    evict(tmp_path)
+    store = await open_store(config)
+    try:
+        await _read_cold(store)
+    finally:
+        await store.shutdown()
+
+
+async def _read_cold(store: MessageStore) -> None:
+    read_ahead = store.read_ahead
+    units = read_ahead.fault_in_units(TOPIC, 0, COLD, 32)
+    assert units is not None
+    await units
+    assert read_ahead.fault_in_units(TOPIC, 0, COLD, 32) is None
+    assert read_ahead.fault_in_units("NoSuchTopic", 0, 0, 32) is None
+    result = store.get_message("g", TOPIC, 0, COLD, 32)
+    assert result is not None and result.status is GetMessageStatus.FOUND
+    with result:
+        assert not in_memory(result)
+        pending = read_ahead.fault_in(result)
+        assert pending is not None
+        await pending
+        assert in_memory(result)
+        assert read_ahead.cold_reads == 2
+        assert read_ahead.fault_in(result) is None
+        assert bodies(result) == BODIES[COLD : COLD + 32]
