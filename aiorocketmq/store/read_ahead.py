@@ -27,6 +27,7 @@ import mmap
 from collections.abc import Awaitable
 
 from aiorocketmq.runtime.executor import BlockingExecutor
+from aiorocketmq.store.commit_log import CommitLog
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
 from aiorocketmq.store.errors import StoreIOError
 from aiorocketmq.store.get_message import MIN_FILTER_UNITS
@@ -52,13 +53,15 @@ class ReadAhead:
 
     Args:
         cq_table: the store's ConsumeQueues.
+        commit_log: the store's CommitLog.
 
     Attributes:
         cold_reads: pulls whose units or records had to be read first (tests, logs).
     """
 
-    def __init__(self, cq_table: ConsumeQueueTable) -> None:
+    def __init__(self, cq_table: ConsumeQueueTable, commit_log: CommitLog) -> None:
         self._cq_table = cq_table
+        self._commit_log = commit_log
         self._executor: BlockingExecutor | None = None
         self.cold_reads = 0
 
@@ -71,13 +74,26 @@ class ReadAhead:
         queue = self._cq_table.get(topic, queue_id)
         if queue is None:
             return None
-        position = offset * _UNIT_SIZE
-        mapped = queue.queue.find_file(position)
+        units = max(MIN_FILTER_UNITS, max_msgs) * _UNIT_SIZE
+        return self._fault_in_file(
+            queue.queue.find_file(offset * _UNIT_SIZE), offset * _UNIT_SIZE, units
+        )
+
+    def fault_in_commit_log(self, offset: int, size: int) -> Awaitable[None] | None:
+        """``fault_in_units`` for CommitLog bytes from ``offset`` (up to ``size``, within
+        its file): what an HA transfer to a slave reads next."""
+        return self._fault_in_file(self._commit_log.queue.find_file(offset), offset, size)
+
+    def _fault_in_file(
+        self, mapped: MappedFile | None, offset: int, size: int
+    ) -> Awaitable[None] | None:
         if mapped is None:
             return None
-        start = position - mapped.file_from_offset
-        end = min(mapped.read_position, start + max(MIN_FILTER_UNITS, max_msgs) * _UNIT_SIZE)
-        if end <= start or resident(mapped.buffer, start, end) or not mapped.hold():
+        start = offset - mapped.file_from_offset
+        end = min(mapped.read_position, start + size)
+        if start < 0 or end <= start or resident(mapped.buffer, start, end):
+            return None
+        if not mapped.hold():
             return None
         self.cold_reads += 1
         return self._read_held(mapped, start, end)

@@ -269,8 +269,14 @@ class HAServer(Service):
         )  # fmt: skip
         last_write_ms = self.clock.monotonic_ms()
         unyielded = 0
+        read_ahead = self.store.read_ahead
         while True:
             conn.wake.clear()  # before looking, so a put after the look is not lost
+            # Bytes not in memory (a slave catching up) are read in a thread first: the
+            # frame's copy would wait for the disk on the loop (store/read_ahead.py).
+            pending = read_ahead.fault_in_commit_log(conn.transfer_from, self._batch)
+            if pending is not None:
+                await pending
             frame = self._next_frame(conn)
             if frame is None and self.clock.monotonic_ms() - last_write_ms > self._heartbeat_ms:
                 frame = encode_header(conn.transfer_from, 0)

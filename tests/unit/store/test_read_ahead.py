@@ -89,3 +89,14 @@ async def _read_cold(store: MessageStore) -> None:
         assert read_ahead.cold_reads == 2
         assert read_ahead.fault_in(result) is None
         assert bodies(result) == BODIES[COLD : COLD + 32]
+    # What an HA transfer reads next: CommitLog bytes by offset.
+    probe = store.get_message("g", TOPIC, 0, 2 * COLD, 1)
+    assert probe is not None and probe.buffers
+    with probe:
+        offset = probe.buffers[0].start_offset
+    pending = read_ahead.fault_in_commit_log(offset, 32 * 1024)
+    assert pending is not None
+    await pending
+    assert read_ahead.cold_reads == 3
+    assert read_ahead.fault_in_commit_log(offset, 32 * 1024) is None
+    assert read_ahead.fault_in_commit_log(store.max_phy_offset, 1024) is None
