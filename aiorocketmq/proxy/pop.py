@@ -65,6 +65,9 @@ log = logging.getLogger(__name__)
 
 _RETRY_FIRST_PROBABILITY: Final = 0.2  # popFromRetryProbability
 _READ_CHUNK: Final = 32
+#: Passes of a pop's read that may wait for what is not in memory; the next one reads
+#: whatever it finds (pages evicted again meanwhile fault on the loop, as before).
+_COLD_READ_TRIES: Final = 2
 _RETRY_MAX_TIMES: Final = 16  # SubscriptionGroupConfig's default
 _QueueKey = tuple[str, str, int]  # group, stored topic, queue id
 
@@ -325,29 +328,54 @@ class PopService(Service):
         low = store.get_min_offset_in_queue(topic, queue_id)
         return low if low == 0 else store.get_max_offset_in_queue(topic, queue_id)
 
-    def _read(
+    async def _read(
         self, req: PopRequest, topic: str, queue_id: int, want: int
     ) -> tuple[list[MessageExt], int, int]:
         """Matching messages from the group's offset on (at most ``want``), where the
-        read started and where the next one starts."""
-        offset = self._start_offset(req.group, topic, queue_id)
-        tag_filter = req.tag_filter
-        result = self._ctx.store.get_message(
-            req.group, topic, queue_id, offset, min(want, _READ_CHUNK), tag_codes=tag_filter.codes
-        )
+        read started and where the next one starts.
+
+        What is not in memory is read in a thread first (``store/read_ahead.py``), and
+        then everything again: the last pass reads the offset, the units and the records
+        with no await, so the caller commits the next offset before another pop of the
+        queue can read the same one.
+        """
+        store = self._ctx.store
+        count = min(want, _READ_CHUNK)
+        where = (topic, queue_id)
+        for attempt in range(_COLD_READ_TRIES + 1):
+            offset = self._start_offset(req.group, topic, queue_id)
+            ahead = attempt < _COLD_READ_TRIES  # the last pass reads whatever it finds
+            if (
+                ahead
+                and (units := store.read_ahead.fault_in_units(*where, offset, count)) is not None
+            ):
+                await units
+                continue
+            result = store.get_message(
+                req.group, *where, offset, count, tag_codes=req.tag_filter.codes
+            )
+            if result is None or not ahead:
+                break
+            records = store.read_ahead.fault_in(result)
+            if records is None:
+                break
+            try:
+                await records
+            finally:
+                result.release()
         if result is None:
             return [], offset, offset
         try:
             messages = [decode_record(view).to_message_ext() for view in result.messages]
         finally:
             result.release()
-        matched = [m for m in messages if tag_filter.matches(m.tags)]
+        matched = [m for m in messages if req.tag_filter.matches(m.tags)]
         return matched, offset, max(result.next_begin_offset, offset)
 
     async def _pop_queue(
         self, req: PopRequest, topic: str, queue_id: int, want: int
     ) -> list[Popped]:
-        messages, offset, next_offset = self._read(req, topic, queue_id, want)
+        messages, offset, next_offset = await self._read(req, topic, queue_id, want)
         if next_offset != offset:
             self._ctx.offsets.commit_offset("proxy", req.group, topic, queue_id, next_offset)
         if not messages:
@@ -375,7 +403,7 @@ class PopService(Service):
             if previous.deadline > now:
                 return []  # one batch in flight per queue: the queue is blocked
             attempt = previous.attempt + 1
-        messages, offset, next_offset = self._read(req, topic, queue_id, want)
+        messages, offset, next_offset = await self._read(req, topic, queue_id, want)
         if not messages:
             if next_offset != offset:  # only filtered-out messages: skip them
                 self._ctx.offsets.commit_offset("proxy", req.group, topic, queue_id, next_offset)
