@@ -39,6 +39,9 @@ from aiorocketmq.client import Producer, PullConsumer
 from aiorocketmq.client.config import ProducerConfig
 from aiorocketmq.runtime.loop_lag import percentile_from_buckets
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's tests/
+from tests.support.page_cache import drop_from_page_cache
+
 COMMIT_LOG_FILE = 16 * 1024 * 1024
 LATENCY_TOPIC = "LatencyTopic"
 _BLKIO = Path("/sys/fs/cgroup/blkio")
@@ -71,20 +74,6 @@ async def main():
 with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
     runner.run(main())
 """
-
-
-def evict(root: Path) -> int:
-    """Drop every file under ``root`` from the page cache; how many there were."""
-    count = 0
-    for path in root.rglob("*"):
-        if path.is_file():
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
-            count += 1
-    return count
 
 
 def throttle(pid: int, directory: Path, mbps: float) -> str:
@@ -123,7 +112,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
         await producer.shutdown()
         broker.stop()
         os.sync()
-        files = evict(tmp / "store")
+        files = drop_from_page_cache(tmp / "store")
         broker = cb.spawn("mqbroker", argv, tmp / "broker2.log", cb.BROKER_READY)
         note = throttle(broker.proc.pid, tmp, args.read_mbps) if args.read_mbps else "unthrottled"
         print(f"{args.messages:,} messages, {files} store files out of memory; {note}")

@@ -11,6 +11,7 @@ import pytest
 from aiorocketmq.store import page_ops
 from aiorocketmq.store.message_store import MessageStore
 from aiorocketmq.store.results import GetMessageResult, GetMessageStatus
+from tests.support.page_cache import drop_from_page_cache
 from tests.unit.store.store_support import TOPIC, bodies, dispatched, inner, open_store, put_ok
 from tests.unit.store.store_support import store_config as make_config
 
@@ -20,17 +21,6 @@ from tests.unit.store.store_support import store_config as make_config
 MESSAGES = 400
 COLD = 100
 BODIES = [bytes([i % 251]) * 1024 for i in range(MESSAGES)]
-
-
-def evict(root: Path) -> None:
-    """Drop every file under ``root`` from the page cache (they are closed and clean)."""
-    for path in root.rglob("*"):
-        if path.is_file():
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
 
 
 def in_memory(result: GetMessageResult) -> bool:
@@ -63,7 +53,7 @@ async def test_records_not_in_memory_are_read_before_the_pull_answers(tmp_path: 
     finally:
         await store.shutdown()
     os.sync()
-    evict(tmp_path)
+    drop_from_page_cache(tmp_path)
     store = await open_store(config)
     try:
         await _read_cold(store)
