@@ -48,8 +48,8 @@ def _load_libc() -> Any:
 
 def _load_mincore() -> Any:
     # Through PyDLL, which keeps the GIL: mincore only looks the pages up and returns
-    # in microseconds, and giving the GIL away around it made the loop wait to take it
-    # back from the threads reading pages (milliseconds at a time).
+    # in microseconds, and the loop calls it on every pull. Giving the GIL away around
+    # it would let a reading thread take it, and the loop wait to get it back.
     try:
         mincore = ctypes.PyDLL(None, use_errno=True).mincore
         mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
