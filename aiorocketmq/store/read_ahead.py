@@ -11,8 +11,9 @@ every other request: with the disk at 20 MiB/s a 2 MiB pull held the loop about
 100 ms. The units ``get_message`` reads first fault the same way, a page at a time.
 
 The check is ``mincore`` over the units and each run of records (a few µs): what is
-in memory costs no thread hop, and the reply goes out as before. Cold ones are read with
-``MADV_POPULATE_READ`` in the pool, which releases the GIL, and the pull awaits them.
+in memory costs no thread hop, and the reply goes out as before. Cold ones are read
+with ``MADV_POPULATE_READ`` in the pool, which releases the GIL, and the pull awaits
+them.
 Where that madvise does not exist (Linux < 5.14) nothing changes.
 
 Must not: read on the loop, or outlive the records it reads (the result holds their
@@ -25,7 +26,9 @@ from __future__ import annotations
 import logging
 import mmap
 from collections.abc import Awaitable
+from typing import Final
 
+from aiorocketmq.common.constants import CQ_STORE_UNIT_SIZE as _UNIT_SIZE
 from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.store.commit_log import CommitLog
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
@@ -39,13 +42,10 @@ __all__ = ["READ_THREADS", "ReadAhead"]
 
 log = logging.getLogger(__name__)
 
-READ_THREADS = 4
+READ_THREADS: Final = 4
 """Cold pulls read at once: one slow disk read must not wait behind another's."""
 
 _Range = tuple[mmap.mmap, int, int]  # (mapping, start, end) of one run of records
-
-
-_UNIT_SIZE = 20
 
 
 class ReadAhead:
