@@ -12,8 +12,9 @@ for 256 MiB of dirty pages, measured here): every put and pull of the broker
 stalled behind the flush thread. ``mmap.flush`` remains the fallback where libc
 cannot be loaded.
 
-Must not: be called on the event loop (both wait for the disk or the page
-allocator), or outlive the mapping (each call holds a buffer export only while it runs).
+Must not: call ``msync`` or a populate on the event loop (they wait for the disk or
+the page allocator; ``resident`` only looks and is meant for the loop), or outlive the
+mapping (each call holds a buffer export only while it runs).
 """
 
 from __future__ import annotations
