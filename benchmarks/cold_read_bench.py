@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
@@ -44,7 +45,7 @@ from tests.support.page_cache import drop_from_page_cache
 
 COMMIT_LOG_FILE = 16 * 1024 * 1024
 LATENCY_TOPIC = "LatencyTopic"
-_BLKIO = Path("/sys/fs/cgroup/blkio")
+_THROTTLED = Path("/sys/fs/cgroup/blkio/aiorocketmq-cold-read")
 
 #: The second process: single sends until its stop file appears, then one result line.
 _SENDER = """
@@ -78,7 +79,7 @@ with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
 
 def throttle(pid: int, directory: Path, mbps: float) -> str:
     """Put ``pid`` in a blkio group reading ``directory``'s disk at ``mbps``; a note."""
-    group = _BLKIO / "aiorocketmq-cold-read"
+    group = _THROTTLED
     st = os.stat(directory)
     try:
         group.mkdir(exist_ok=True)
@@ -179,6 +180,8 @@ def main() -> None:
             runner.run(run(args, tmp))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the throttled group, empty once the broker is gone
+            _THROTTLED.rmdir()
 
 
 if __name__ == "__main__":
