@@ -3,7 +3,6 @@ warming, fault hooks, and the lifetime rule (never unmapped under a holder)."""
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import gc
 import os
@@ -49,21 +48,6 @@ def test_create_makes_a_full_length_zero_file(tmp_path: Path) -> None:
     mapped.shutdown()
 
 
-def resident_pages(mapped: MappedFile, start: int, pages: int) -> list[bool]:
-    """Whether each of ``pages`` pages of ``mapped`` from ``start`` is in the page cache
-    (Linux ``mincore``)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    vec = (ctypes.c_ubyte * pages)()
-    anchor = ctypes.c_char.from_buffer(mapped.buffer)
-    try:
-        rc = libc.mincore(ctypes.addressof(anchor) + start, pages * OS_PAGE_SIZE, vec)
-    finally:
-        del anchor
-    assert rc == 0, os.strerror(ctypes.get_errno())
-    return [bool(v & 1) for v in vec]
-
-
 @pytest.mark.parametrize("preallocate", [False, True])
 def test_create_faults_in_the_first_page(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, preallocate: bool
@@ -76,7 +60,7 @@ def test_create_faults_in_the_first_page(
         tmp_path / offset_to_file_name(0), SIZE, preallocate=preallocate
     )
     try:
-        assert resident_pages(mapped, 0, 1) == [True]
+        assert page_ops.resident(mapped.buffer, 0, OS_PAGE_SIZE)
         assert mapped.path.read_bytes() == bytes(SIZE)  # populating changed no byte
     finally:
         mapped.shutdown()
@@ -86,7 +70,7 @@ def test_create_faults_in_the_first_page(
         tmp_path / offset_to_file_name(SIZE), SIZE, preallocate=preallocate
     )
     try:
-        assert resident_pages(bare, 0, 1) == [False]
+        assert not page_ops.resident(bare.buffer, 0, OS_PAGE_SIZE)
     finally:
         bare.shutdown()
 
