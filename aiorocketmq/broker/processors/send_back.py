@@ -95,6 +95,7 @@ class SendBackProcessor:
         topic, queue_id = self._retry_target(header, group_config)
         original = self._ctx.store.look_message_by_offset(header.offset)
         if original is None:
+            log.warning("send back look-up failed group=%s offset=%s", header.group, header.offset)
             raise ProcessorError(
                 ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}"
             )
