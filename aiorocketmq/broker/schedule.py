@@ -425,7 +425,8 @@ class ScheduleMessageService(Service):
 
     async def _deliver_one(self, level: int, physical_offset: int, queue_offset: int) -> bool:
         """Put one due message to its real topic; False when the pass must be retried."""
-        msg = self._store.look_message_by_offset(physical_offset)
+        # Due after up to hours: read in a thread first when it left memory.
+        msg = await self._store.read_ahead.read_message(physical_offset)
         if msg is None:
             if not self._store.running:
                 # A store that stopped serving reads nothing: not a reason to skip.

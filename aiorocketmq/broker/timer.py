@@ -199,7 +199,8 @@ class TimerMessageService(Service):
 
     async def _deliver(self, offset: int) -> bool:
         store = self._ctx.store
-        parked = store.look_message_by_offset(
+        # Due after up to days: read in a thread first when it left memory.
+        parked = await store.read_ahead.read_message(
             store.get_commit_log_offset_in_queue(TIMER_TOPIC, 0, offset)
         )
         if parked is None or parked.topic != TIMER_TOPIC or parked.queue_offset != offset:

@@ -147,7 +147,7 @@ class MessageStore(Service):
             config, self.commit_log, self.cq_table, self.index_service, stats=self.stats,
             total_physical_memory=total_physical_memory or host_physical_memory(),
         )  # fmt: skip
-        self.read_ahead = ReadAhead(self.cq_table, self.commit_log)
+        self.read_ahead = ReadAhead(self.cq_table, self.commit_log, self.look_message_by_offset)
         self.flush_service = self._build_flush_service()
         self.cq_flush_service = FlushConsumeQueueService(
             self.cq_table, self.checkpoint, self.write_checkpoint,

@@ -16,6 +16,10 @@ with ``MADV_POPULATE_READ`` in the pool, which releases the GIL, and the pull aw
 them.
 Where that madvise does not exist (Linux < 5.14) nothing changes.
 
+The same holds for one record read by its CommitLog offset (``read_message``): a
+send-back's original, a delayed or timed message due for delivery (hours or days
+old: the records most likely to have left memory), a POP's requeue.
+
 Must not: read on the loop, or outlive the records it reads (the result holds their
 files until it is released, after the reply is written; the pool only reads while the
 awaiting pull keeps the result).
@@ -25,10 +29,11 @@ from __future__ import annotations
 
 import logging
 import mmap
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 from aiorocketmq.common.constants import CQ_STORE_UNIT_SIZE as _UNIT_SIZE
+from aiorocketmq.common.message import MessageExt
 from aiorocketmq.runtime.executor import BlockingExecutor
 from aiorocketmq.store.commit_log import CommitLog
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
@@ -47,6 +52,8 @@ READ_THREADS: Final = 4
 
 _Range = tuple[mmap.mmap, int, int]  # (mapping, start, end) of one run of records
 
+_SIZE_FIELD: Final = 4  # a record's TOTALSIZE, big-endian, first
+
 
 class ReadAhead:
     """Reads what a pull needs that is not in memory, off the loop (module docstring).
@@ -54,16 +61,59 @@ class ReadAhead:
     Args:
         cq_table: the store's ConsumeQueues.
         commit_log: the store's CommitLog.
+        look: the store's ``look_message_by_offset``.
 
     Attributes:
-        cold_reads: pulls whose units or records had to be read first (tests, logs).
+        cold_reads: pulls and look-ups whose units or records had to be read first
+            (tests, logs).
     """
 
-    def __init__(self, cq_table: ConsumeQueueTable, commit_log: CommitLog) -> None:
+    def __init__(
+        self,
+        cq_table: ConsumeQueueTable,
+        commit_log: CommitLog,
+        look: Callable[[int], MessageExt | None],
+    ) -> None:
         self._cq_table = cq_table
         self._commit_log = commit_log
+        self._look = look
         self._executor: BlockingExecutor | None = None
         self.cold_reads = 0
+
+    async def read_message(self, offset: int) -> MessageExt | None:
+        """``look_message_by_offset`` of the record at CommitLog ``offset``, read in the
+        pool first when it is not in memory."""
+        pending = self.fault_in_record(offset)
+        if pending is not None:
+            await pending
+        return self._look(offset)
+
+    def fault_in_record(self, offset: int) -> Awaitable[None] | None:
+        """None when the record at CommitLog ``offset`` is in memory (or there is none
+        to read); otherwise its read. Its size is in its first bytes: when those are
+        not in memory either, the thread reads them and then the rest."""
+        mapped = self._commit_log.queue.find_file(offset)
+        if mapped is None:
+            return None
+        start = offset - mapped.file_from_offset
+        limit = mapped.read_position
+        if start < 0 or start + _SIZE_FIELD > limit:
+            return None
+        buffer = mapped.buffer
+        if resident(buffer, start, start + _SIZE_FIELD) and resident(
+            buffer, start, _record_end(buffer, start, limit)
+        ):
+            return None
+        if not mapped.hold():
+            return None
+        self.cold_reads += 1
+        return self._read_record_held(mapped, start, limit)
+
+    async def _read_record_held(self, mapped: MappedFile, start: int, limit: int) -> None:
+        try:
+            await self._pool().run(_read_record_blocking, mapped.buffer, start, limit)
+        finally:
+            mapped.release()
 
     def fault_in_units(
         self, topic: str, queue_id: int, offset: int, max_msgs: int
@@ -132,10 +182,29 @@ class ReadAhead:
             await self._executor.shutdown()
 
 
+def _record_end(buffer: mmap.mmap, start: int, limit: int) -> int:
+    """Where the record at ``start`` ends by its TOTALSIZE, within ``limit``; a size
+    that cannot be a record's ends it after the field (the reader refuses it)."""
+    size = int.from_bytes(buffer[start : start + _SIZE_FIELD], "big", signed=True)
+    return start + size if _SIZE_FIELD < size <= limit - start else start + _SIZE_FIELD
+
+
+def _read_record_blocking(buffer: mmap.mmap, start: int, limit: int) -> None:
+    # The size is read only from a page that came in: one that failed would SIGBUS.
+    if _populated([(buffer, start, start + _SIZE_FIELD)]):
+        _populated([(buffer, start, _record_end(buffer, start, limit))])
+
+
 def _read_blocking(ranges: list[_Range]) -> None:
+    _populated(ranges)
+
+
+def _populated(ranges: list[_Range]) -> bool:
+    """False when a read failed (logged: the reader meets it again, and says so)."""
     for mm, start, end in ranges:
         try:
             populate_read(mm, start, end)
-        except StoreIOError as exc:  # the reply's own write meets it again, and says so
-            log.warning("reading records ahead of a pull failed: %s", exc)
-            return
+        except StoreIOError as exc:
+            log.warning("reading records ahead failed: %s", exc)
+            return False
+    return True

@@ -93,7 +93,8 @@ class SendBackProcessor:
         if group_config.retry_queue_nums <= 0:
             return request.response_to(ResponseCode.SUCCESS)
         topic, queue_id = self._retry_target(header, group_config)
-        original = self._ctx.store.look_message_by_offset(header.offset)
+        # Read in a thread first when it left memory (store/read_ahead.py).
+        original = await self._ctx.store.read_ahead.read_message(header.offset)
         if original is None:
             log.warning("send back look-up failed group=%s offset=%s", header.group, header.offset)
             raise ProcessorError(

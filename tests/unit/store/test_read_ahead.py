@@ -90,3 +90,22 @@ async def _read_cold(store: MessageStore) -> None:
     assert read_ahead.cold_reads == 3
     assert read_ahead.fault_in_commit_log(offset, 32 * 1024) is None
     assert read_ahead.fault_in_commit_log(store.max_phy_offset, 1024) is None
+    await _read_one_cold(store)
+
+
+async def _read_one_cold(store: MessageStore) -> None:
+    """One record by its CommitLog offset (a send-back's original, a delayed message
+    due): read in the pool when it left memory, then found in memory."""
+    read_ahead = store.read_ahead
+    probe = store.get_message("g", TOPIC, 0, COLD // 2, 1)
+    assert probe is not None and probe.buffers
+    with probe:
+        offset = probe.buffers[0].start_offset
+    cold_reads = read_ahead.cold_reads
+    msg = await read_ahead.read_message(offset)
+    assert msg is not None and bytes(msg.body) == BODIES[COLD // 2]
+    assert read_ahead.cold_reads == cold_reads + 1
+    again = await read_ahead.read_message(offset)
+    assert again is not None and again.queue_offset == COLD // 2
+    assert read_ahead.cold_reads == cold_reads + 1  # in memory now: no thread
+    assert await read_ahead.read_message(store.max_phy_offset) is None
