@@ -495,7 +495,7 @@ class PopService(Service):
         ck, handle = self._checkpoint(group, handle_text)
         if ck is None or handle.queue_offset in ck.done:
             raise ProxyError(pb.Code.INVALID_RECEIPT_HANDLE, "message is already acked")
-        message = self._requeue.look(ck.topic, ck.queue_id, handle.queue_offset)
+        message = await self._requeue.look(ck.topic, ck.queue_id, handle.queue_offset)
         if message is None:
             raise ProxyError(pb.Code.INVALID_RECEIPT_HANDLE, "message is no longer stored")
         await self._requeue.to_dlq(group, message)
@@ -532,7 +532,7 @@ class PopService(Service):
         limit = self.max_attempts(ck.group)
         try:
             for offset in pending:
-                message = self._requeue.look(ck.topic, ck.queue_id, offset)
+                message = await self._requeue.look(ck.topic, ck.queue_id, offset)
                 if message is None:
                     log.warning("revive: %s/%d offset %d is gone", ck.topic, ck.queue_id, offset)
                     continue

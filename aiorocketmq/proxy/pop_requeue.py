@@ -47,13 +47,14 @@ class Requeue:
     def __init__(self, ctx: BrokerContext) -> None:
         self._ctx = ctx
 
-    def look(self, topic: str, queue_id: int, queue_offset: int) -> MessageExt | None:
-        """The message at a queue offset, or None when it is gone."""
+    async def look(self, topic: str, queue_id: int, queue_offset: int) -> MessageExt | None:
+        """The message at a queue offset, or None when it is gone (read in a thread
+        first when it left memory: a revive comes long after the receive)."""
         store = self._ctx.store
         if not store.get_min_offset_in_queue(topic, queue_id) <= queue_offset:
             return None
         physical = store.get_commit_log_offset_in_queue(topic, queue_id, queue_offset)
-        message = store.look_message_by_offset(physical)
+        message = await store.read_ahead.read_message(physical)
         if message is None or message.topic != topic or message.queue_offset != queue_offset:
             return None
         return message

@@ -159,7 +159,7 @@ class EndTransactionProcessor:
             )  # fmt: skip
         if state == _NOT:
             return None
-        half = self._bridge.look_half_message(header.commit_log_offset)
+        half = await self._bridge.look_half_message(header.commit_log_offset)
         code, check_remark = _check_prepare_message(half, header)
         if code != ResponseCode.SUCCESS or half is None:
             return code, check_remark

@@ -81,11 +81,19 @@ class QueryProcessor:
             body = result.body()
         return request.response_to(ResponseCode.SUCCESS, None, fields, body)
 
-    def view_message_by_id(
+    async def view_message_by_id(
         self, conn: RemotingConnection, request: RemotingCommand
     ) -> RemotingCommand:
-        """VIEW_MESSAGE_BY_ID -> the record at ``offset`` (a bad header raises)."""
+        """VIEW_MESSAGE_BY_ID -> the record at ``offset`` (a bad header raises).
+
+        An operator's look at an old message: a record that left memory is read in a
+        thread first (``store/read_ahead.py``), not on the loop.
+        """
         header = ViewMessageRequestHeader.from_ext_fields(request.ext_fields)
+        if header.offset >= 0:
+            pending = self._ctx.store.read_ahead.fault_in_record(header.offset)
+            if pending is not None:
+                await pending
         selected = (
             self._ctx.store.select_one_message_by_offset(header.offset)
             if header.offset >= 0

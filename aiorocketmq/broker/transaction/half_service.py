@@ -198,7 +198,7 @@ class TransactionalMessageBridge:
         found = messages if status is PullStatus.FOUND and messages else None
         return StorePull(status, result.next_begin_offset, found)
 
-    def look_half_message(self, commit_log_offset: int) -> MessageExt | None:
+    async def look_half_message(self, commit_log_offset: int) -> MessageExt | None:
         """The half message stored at ``commit_log_offset``, or None.
 
         Java accepts any message there and then fails on a missing ``REAL_TOPIC``;
@@ -206,7 +206,8 @@ class TransactionalMessageBridge:
         """
         if commit_log_offset < 0:
             return None
-        msg = self._ctx.store.look_message_by_offset(commit_log_offset)
+        # A check's answer may come for a half message long out of memory.
+        msg = await self._ctx.store.read_ahead.read_message(commit_log_offset)
         if msg is None or msg.topic != RMQ_SYS_TRANS_HALF_TOPIC:
             return None
         real_qid = msg.properties.get(_C.PROPERTY_REAL_QUEUE_ID, "")

@@ -7,10 +7,13 @@ real dispatcher), and come back through the processors over a socket.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from aiorocketmq.broker.context import BrokerContext
 from aiorocketmq.broker.processors.query import UNIQUE_MSG_QUERY_FLAG, QueryProcessor
@@ -27,6 +30,8 @@ from aiorocketmq.remoting.broker_headers import SendMessageResponseHeader
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
 from aiorocketmq.remoting.command import RemotingCommand
 from aiorocketmq.remoting.connection import ProcessorTable
+from aiorocketmq.store import page_ops
+from tests.support.page_cache import drop_from_page_cache
 from tests.unit.broker.broker_support import TOPIC, Harness, harness
 from tests.unit.broker.processor_support import send_request
 from tests.unit.store.store_support import dispatched
@@ -131,6 +136,29 @@ async def test_view_by_offset_returns_the_exact_record_bytes(tmp_path: Path) -> 
         with path.open("rb") as f:
             f.seek(offset - start)
             assert f.read(len(reply.body)) == reply.body
+
+
+async def test_view_of_a_record_out_of_memory_reads_it_in_a_thread_first(
+    tmp_path: Path,
+) -> None:
+    if not page_ops.populate_supported():
+        pytest.skip("no MADV_POPULATE_READ here: a view reads as before")
+    # 64 KiB CommitLog files: a restart's recovery reads the last three back, and the
+    # first file stays out of memory.
+    store = {"mapped_file_size_commit_log": 64 * 1024}
+    async with broker(tmp_path, store=store) as h:
+        sent = [await send(h, bytes([i]) * 1024) for i in range(200)]
+        await dispatched(h.ctx.store)
+    os.sync()
+    drop_from_page_cache(tmp_path)
+    async with broker(tmp_path, store=store) as h:
+        offset = decode_offset_msg_id(sent[10].msg_id)[2]
+        for _ in range(2):
+            reply = await h.invoke(view(offset))
+            assert reply.code == ResponseCode.SUCCESS, reply.remark
+            assert decode_record(reply.body).body == bytes([10]) * 1024
+            # Read in the pool the first time; in memory, and not read again, after.
+            assert h.ctx.store.read_ahead.cold_reads == 1
 
 
 async def test_view_by_bad_offset_is_a_system_error(tmp_path: Path) -> None:
