@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import mmap
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Final
 
 from aiorocketmq.common.constants import CQ_STORE_UNIT_SIZE as _UNIT_SIZE
@@ -89,31 +89,42 @@ class ReadAhead:
         return self._look(offset)
 
     def fault_in_record(self, offset: int) -> Awaitable[None] | None:
-        """None when the record at CommitLog ``offset`` is in memory (or there is none
-        to read); otherwise its read. Its size is in its first bytes: when those are
-        not in memory either, the thread reads them and then the rest."""
-        mapped = self._commit_log.queue.find_file(offset)
-        if mapped is None:
-            return None
-        start = offset - mapped.file_from_offset
-        limit = mapped.read_position
-        if start < 0 or start + _SIZE_FIELD > limit:
-            return None
-        buffer = mapped.buffer
-        if resident(buffer, start, start + _SIZE_FIELD) and resident(
-            buffer, start, _record_end(buffer, start, limit)
-        ):
-            return None
-        if not mapped.hold():
+        """``fault_in_records`` of the one record at CommitLog ``offset``."""
+        return self.fault_in_records((offset,))
+
+    def fault_in_records(self, offsets: Iterable[int]) -> Awaitable[None] | None:
+        """None when the records at these CommitLog offsets are in memory (or there
+        are none to read); otherwise their read, in one hop. A record's size is in
+        its first bytes: when those are not in memory either, the thread reads them
+        and then the rest."""
+        cold: list[tuple[MappedFile, int, int]] = []
+        for offset in offsets:
+            mapped = self._commit_log.queue.find_file(offset)
+            if mapped is None:
+                continue
+            start = offset - mapped.file_from_offset
+            limit = mapped.read_position
+            if start < 0 or start + _SIZE_FIELD > limit:
+                continue
+            buffer = mapped.buffer
+            if resident(buffer, start, start + _SIZE_FIELD) and resident(
+                buffer, start, _record_end(buffer, start, limit)
+            ):
+                continue
+            if mapped.hold():
+                cold.append((mapped, start, limit))
+        if not cold:
             return None
         self.cold_reads += 1
-        return self._read_record_held(mapped, start, limit)
+        return self._read_records_held(cold)
 
-    async def _read_record_held(self, mapped: MappedFile, start: int, limit: int) -> None:
+    async def _read_records_held(self, cold: list[tuple[MappedFile, int, int]]) -> None:
         try:
-            await self._pool().run(_read_record_blocking, mapped.buffer, start, limit)
+            records = [(mapped.buffer, start, limit) for mapped, start, limit in cold]
+            await self._pool().run(_read_records_blocking, records)
         finally:
-            mapped.release()
+            for mapped, _start, _limit in cold:
+                mapped.release()
 
     def fault_in_units(
         self, topic: str, queue_id: int, offset: int, max_msgs: int
@@ -189,10 +200,12 @@ def _record_end(buffer: mmap.mmap, start: int, limit: int) -> int:
     return start + size if _SIZE_FIELD < size <= limit - start else start + _SIZE_FIELD
 
 
-def _read_record_blocking(buffer: mmap.mmap, start: int, limit: int) -> None:
-    # The size is read only from a page that came in: one that failed would SIGBUS.
-    if _populated([(buffer, start, start + _SIZE_FIELD)]):
-        _populated([(buffer, start, _record_end(buffer, start, limit))])
+def _read_records_blocking(records: list[_Range]) -> None:
+    """Each ``(mapping, start, limit)``: the record at ``start``, its size first."""
+    for buffer, start, limit in records:
+        # The size is read only from a page that came in: one that failed would SIGBUS.
+        if _populated([(buffer, start, start + _SIZE_FIELD)]):
+            _populated([(buffer, start, _record_end(buffer, start, limit))])
 
 
 def _read_blocking(ranges: list[_Range]) -> None:

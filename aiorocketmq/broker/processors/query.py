@@ -57,15 +57,26 @@ class QueryProcessor:
         table.register(RequestCode.QUERY_MESSAGE, self.query_message)
         table.register(RequestCode.VIEW_MESSAGE_BY_ID, self.view_message_by_id)
 
-    def query_message(self, conn: RemotingConnection, request: RemotingCommand) -> RemotingCommand:
-        """QUERY_MESSAGE -> the matching records (a bad header raises ``HeaderFieldError``)."""
+    async def query_message(
+        self, conn: RemotingConnection, request: RemotingCommand
+    ) -> RemotingCommand:
+        """QUERY_MESSAGE -> the matching records (a bad header raises ``HeaderFieldError``).
+
+        An operator's search of old messages: the records the index names that left
+        memory are read in a thread first (``store/read_ahead.py``), not on the loop.
+        """
         header = QueryMessageRequestHeader.from_ext_fields(request.ext_fields)
         max_num = header.max_num
         if request.ext_fields.get(UNIQUE_MSG_QUERY_FLAG) == "true":
             max_num = self._ctx.store_config.default_query_max_num
-        result = self._ctx.store.query_message(
-            header.topic, header.key, max_num, header.begin_timestamp, header.end_timestamp
-        )
+        store = self._ctx.store
+        window = (header.topic, header.key, max_num, header.begin_timestamp, header.end_timestamp)
+        if store.running:
+            found = store.index_service.query_offset(*window).phy_offsets
+            pending = store.read_ahead.fault_in_records(found)
+            if pending is not None:
+                await pending
+        result = store.query_message(*window)
         with result:
             fields = QueryMessageResponseHeader(
                 index_last_update_timestamp=result.index_last_update_timestamp,

@@ -144,10 +144,13 @@ async def test_view_of_a_record_out_of_memory_reads_it_in_a_thread_first(
     if not page_ops.populate_supported():
         pytest.skip("no MADV_POPULATE_READ here: a view reads as before")
     # 64 KiB CommitLog files: a restart's recovery reads the last three back, and the
-    # first file stays out of memory.
+    # first four stay out of memory (a read brings in its whole file: readahead).
     store = {"mapped_file_size_commit_log": 64 * 1024}
     async with broker(tmp_path, store=store) as h:
-        sent = [await send(h, bytes([i]) * 1024) for i in range(200)]
+        sent = [
+            await send(h, bytes([i % 251]) * 1024, **({"KEYS": "k-old"} if i == 100 else {}))
+            for i in range(400)
+        ]
         await dispatched(h.ctx.store)
     os.sync()
     drop_from_page_cache(tmp_path)
@@ -159,6 +162,11 @@ async def test_view_of_a_record_out_of_memory_reads_it_in_a_thread_first(
             assert decode_record(reply.body).body == bytes([10]) * 1024
             # Read in the pool the first time; in memory, and not read again, after.
             assert h.ctx.store.read_ahead.cold_reads == 1
+        # A search by key: the records the index names, read in one hop.
+        reply = await h.invoke(query("k-old", 0, int(time.time() * 1000) + 1000))
+        assert reply.code == ResponseCode.SUCCESS, reply.remark
+        assert {r.body for r in decode_pull_body(reply.body)} == {bytes([100]) * 1024}
+        assert h.ctx.store.read_ahead.cold_reads == 2
 
 
 async def test_view_by_bad_offset_is_a_system_error(tmp_path: Path) -> None:
