@@ -127,10 +127,16 @@ class BrokerMetrics:
         the pull traffic of a successful reply."""
         if type(reply) is not RemotingCommand or reply.code != _SUCCESS:
             return
-        try:
-            count, size = _count_records(reply)
-        except (ValueError, struct.error):
-            return  # not stored records (cannot happen for our pull replies)
+        body = reply.body_parts
+        if body is not None and body.records:
+            # Counted by the pull as it read them: a walk of a 2 MiB reply's headers
+            # held the loop about 0.3 ms.
+            count, size = body.records, len(body)
+        else:
+            try:
+                count, size = _count_records(reply)
+            except (ValueError, struct.error):
+                return  # not stored records (cannot happen for our pull replies)
         fields = request.ext_fields
         key = (str(fields.get("topic", "")), str(fields.get("consumerGroup", "")))
         self.out_messages[key] = self.out_messages.get(key, 0) + count

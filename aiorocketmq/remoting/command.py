@@ -68,15 +68,23 @@ class BodyParts:
         parts: the buffers, in wire order (empty ones are skipped).
         on_release: called once by the first ``release()`` (e.g. a
             ``GetMessageResult.release`` dropping the file references).
+        records: how many stored records the parts hold, when their maker counted
+            them (a pull reply's); 0 when nobody did.
     """
 
-    __slots__ = ("_nbytes", "_on_release", "_parts")
+    __slots__ = ("_nbytes", "_on_release", "_parts", "records")
 
-    def __init__(self, parts: Iterable[Body], on_release: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        parts: Iterable[Body],
+        on_release: Callable[[], None] | None = None,
+        records: int = 0,
+    ) -> None:
         views = [p if isinstance(p, memoryview) else memoryview(p) for p in parts]
         self._parts: list[memoryview] | None = [v for v in views if v.nbytes]
         self._nbytes = sum(v.nbytes for v in self._parts)
         self._on_release = on_release
+        self.records = records
 
     @property
     def parts(self) -> list[memoryview]:

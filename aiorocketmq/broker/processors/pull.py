@@ -228,7 +228,7 @@ class PullProcessor:
         ).to_ext_fields()
         if code != ResponseCode.SUCCESS or not result.message_count:
             return request.response_to(code, result.status.name, fields)
-        body = BodyParts(result.wire_views(), on_release=result.release)
+        body = BodyParts(result.wire_views(), result.release, result.message_count)
         return request.response_to(code, result.status.name, fields, body)
 
     def _check(

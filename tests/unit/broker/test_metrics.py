@@ -28,7 +28,7 @@ from aiorocketmq.namesrv.server import NamesrvController
 from aiorocketmq.remoting import metrics_http
 from aiorocketmq.remoting.client import RemotingClient
 from aiorocketmq.remoting.codes import RequestCode, ResponseCode
-from aiorocketmq.remoting.command import RemotingCommand
+from aiorocketmq.remoting.command import BodyParts, RemotingCommand
 from aiorocketmq.remoting.connection import ProcessorTable
 from aiorocketmq.remoting.metrics_http import (
     BucketHistogram,
@@ -180,6 +180,33 @@ async def test_broker_metrics_follow_sends_pulls_and_commits(tmp_path: Path) -> 
     assert pulls == 1
     assert value(after, "rocketmq_storage_size", **node) == broker.store.max_phy_offset
     assert 0 < value(after, "rocketmq_storage_disk_usage_ratio", **node) <= 1
+
+
+async def test_pull_traffic_takes_the_pulls_own_count_else_walks_the_records(
+    tmp_path: Path,
+) -> None:
+    async with in_process_broker(tmp_path, metricsPort=-1) as broker:
+        broker.ctx.topics.update_topic_config(TopicConfig(TOPIC, 1, 1))
+        client = RemotingClient()
+        try:
+            for _ in range(3):
+                reply = await client.invoke(broker.address, send_request(b"m" * 100), 5000)
+                assert reply.code == ResponseCode.SUCCESS
+            request = pull_request(0, group=GROUP, max_msgs=3)
+            answer = await client.invoke(broker.address, request, 5000)
+        finally:
+            await client.close()
+        metrics, key = broker.metrics, (TOPIC, GROUP)
+        assert metrics.out_messages[key] == 3
+        # A body nobody counted (the client's decoded bytes): its records are walked.
+        metrics.observe_pull(request, answer, 0.0)
+        assert (metrics.out_messages[key], metrics.out_bytes[key]) == (6, 2 * len(answer.body))
+        # A counted one is taken at its word: these bytes are no records at all.
+        counted = request.response_to(
+            ResponseCode.SUCCESS, None, None, BodyParts([b"\xff" * 8], None, 5)
+        )
+        metrics.observe_pull(request, counted, 0.0)
+        assert metrics.out_messages[key] == 11
 
 
 async def test_metrics_server_answers_other_paths_with_404(tmp_path: Path) -> None:
