@@ -65,7 +65,7 @@ def scan_units(
         run = commit_log.get_message(run_start, run_end - run_start)
         if run is None:
             return None  # not all readable in one file: the per-unit scan decides
-        result.add_run(run, (starts - run_start).tolist(), sizes[chosen].tolist())
+        result.add_run(run, starts - run_start, sizes[chosen])
         result.message_queue_offsets = (chosen + first).tolist()
         result.status = _S.FOUND
     result.next_begin_offset = first + cut

@@ -11,8 +11,11 @@ table) or hold references to files beyond what a result hands to its caller.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Self
+from typing import Any, Self, overload
+
+import numpy as np
 
 from aiorocketmq.store.mapped_file import SelectedBuffer
 
@@ -91,6 +94,56 @@ class PutMessageResult:
         return self.status.stored
 
 
+class RunRecords(Sequence[memoryview]):
+    """The records of a run (one held slice of a file) as views into it, made when
+    first read. A pull reply never reads them: it writes the run as one view, and a
+    view per record cost a 1,000-record pull about 0.3 ms of the loop, made and
+    released.
+
+    Args:
+        view: the run's slice.
+        starts: each record's position in it.
+        sizes: each record's size.
+    """
+
+    __slots__ = ("_sizes", "_starts", "_view", "_views")
+
+    def __init__(
+        self, view: memoryview, starts: np.ndarray[Any, Any], sizes: np.ndarray[Any, Any]
+    ) -> None:
+        self._view = view
+        self._starts = starts
+        self._sizes = sizes
+        self._views: list[memoryview] | None = None
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    @overload
+    def __getitem__(self, index: int) -> memoryview: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[memoryview]: ...
+    def __getitem__(self, index: int | slice) -> memoryview | list[memoryview]:
+        return self._made()[index]
+
+    def __iter__(self) -> Iterator[memoryview]:
+        return iter(self._made())
+
+    def _made(self) -> list[memoryview]:
+        if self._views is None:
+            view = self._view  # raises ValueError once the run is released, as documented
+            self._views = [
+                view[start : start + size]
+                for start, size in zip(self._starts.tolist(), self._sizes.tolist(), strict=True)
+            ]
+        return self._views
+
+    def release(self) -> None:
+        """Release the views made (none, when nobody read them)."""
+        for view in self._views or ():
+            view.release()
+
+
 class _HeldRecords:
     """Whole stored records as memoryviews, with the files they live in held.
 
@@ -110,39 +163,40 @@ class _HeldRecords:
     the views made up front.
     """
 
-    messages: list[memoryview]
+    messages: list[memoryview] | RunRecords
     buffers: list[SelectedBuffer]
     buffer_total_size: int
     run_views: list[memoryview]  # add_run: the body's views into the one held slice
 
     def add_message(self, selected: SelectedBuffer) -> None:
-        """Take ownership of one held record."""
+        """Take ownership of one held record (not on a result made by ``add_run``)."""
+        assert isinstance(self.messages, list)
         self.buffers.append(selected)
         self.messages.append(selected.view)
         self.buffer_total_size += selected.size
 
-    def add_run(self, run: SelectedBuffer, starts: list[int], sizes: list[int]) -> None:
+    def add_run(
+        self, run: SelectedBuffer, starts: np.ndarray[Any, Any], sizes: np.ndarray[Any, Any]
+    ) -> None:
         """Take ownership of ``run``, one held slice of a file, whose records are at
-        ``starts`` (positions in it) with ``sizes``: one hold for a whole pull instead of
-        one per record. Only on an empty result."""
-        assert not self.buffers and not self.messages and starts
+        ``starts`` (positions in it, increasing) with ``sizes`` (int64 arrays): one hold
+        for a whole pull instead of one per record. Only on an empty result."""
+        assert not self.buffers and not self.messages and len(starts)
         view = run.view
         self.buffers.append(run)
-        self.messages = [
-            view[start : start + size] for start, size in zip(starts, sizes, strict=True)
-        ]
-        self.buffer_total_size = sum(sizes)
+        self.messages = RunRecords(view, starts, sizes)
+        self.buffer_total_size = int(sizes.sum())
         if run.size == self.buffer_total_size:
             self.run_views = [view]  # no gap: the slice is the body
             return
-        views, begin, end = [], starts[0], starts[0]  # back-to-back records: one view
-        for start, size in zip(starts, sizes, strict=True):
-            if start != end:
-                views.append(view[begin:end])
-                begin = start
-            end = start + size
-        views.append(view[begin:end])
-        self.run_views = views
+        # Back-to-back records make one view: a view begins where a record does not
+        # follow the one before.
+        ends = starts + sizes
+        breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
+        firsts = np.concatenate(([0], breaks)).tolist()
+        lasts = np.concatenate((breaks - 1, [len(starts) - 1])).tolist()
+        begins, finishes = starts.tolist(), ends.tolist()
+        self.run_views = [view[begins[i] : finishes[j]] for i, j in zip(firsts, lasts, strict=True)]
 
     @property
     def message_count(self) -> int:
@@ -214,7 +268,9 @@ class _HeldRecords:
         """Release every record and its file reference (idempotent)."""
         buffers, self.buffers = self.buffers, []
         if self.run_views:
-            for view in (*self.messages, *self.run_views):
+            if isinstance(self.messages, RunRecords):
+                self.messages.release()
+            for view in self.run_views:
                 view.release()  # views of the run: unreadable from now on, as documented
         for selected in buffers:
             selected.release()
@@ -256,7 +312,7 @@ class GetMessageResult(_HeldRecords):
     next_begin_offset: int = 0
     min_offset: int = 0
     max_offset: int = 0
-    messages: list[memoryview] = field(default_factory=list)
+    messages: list[memoryview] | RunRecords = field(default_factory=list)
     suggest_pulling_from_slave: bool = False
     message_queue_offsets: list[int] = field(default_factory=list)
     buffers: list[SelectedBuffer] = field(default_factory=list, repr=False)
@@ -277,7 +333,7 @@ class QueryMessageResult(_HeldRecords):
         buffer_total_size: bytes of all returned records.
     """
 
-    messages: list[memoryview] = field(default_factory=list)
+    messages: list[memoryview] | RunRecords = field(default_factory=list)
     index_last_update_timestamp: int = 0
     index_last_update_phyoffset: int = 0
     buffers: list[SelectedBuffer] = field(default_factory=list, repr=False)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from aiorocketmq.common.tag_hash import tags_code
 from aiorocketmq.store.get_runs import scan_units
 from aiorocketmq.store.message_store import MessageStore
-from aiorocketmq.store.results import GetMessageResult
+from aiorocketmq.store.results import GetMessageResult, RunRecords
 from tests.unit.store.store_support import (
     TOPIC,
     dispatched,
@@ -145,3 +145,43 @@ def test_tag_gaps_make_one_wire_view_per_back_to_back_run(filled: MessageStore) 
         views = result.wire_views()
         assert len(result.buffers) == 1 and len(views) == runs > 1
         assert b"".join(views) == result.body() and result.message_queue_offsets == taken
+
+
+def test_a_runs_records_are_made_when_read_and_unreadable_after_release(
+    filled: MessageStore,
+) -> None:
+    """A pull reply writes the run and never reads its records one by one; a reader
+    (POP, timers) gets the same views the per-unit scan holds, until ``release()``."""
+    limits = (1 << 30, 40)
+    filled._getter._memory_limits = filled._getter._disk_limits = limits
+    queue = filled.cq_table.get(TOPIC, 0)
+    assert queue is not None
+
+    def scans() -> tuple[GetMessageResult | None, GetMessageResult]:
+        units = queue.get_units(3, 800)
+        assert units is not None
+        with units:
+            fast = scan_units(
+                units, 20, None, filled.commit_log, memory_threshold=1 << 40,
+                memory_limits=limits, disk_limits=limits,
+            )  # fmt: skip
+            return fast, filled._getter._scan(units, 20, None, None)
+
+    fast, slow = scans()
+    assert fast is not None
+    records = fast.messages
+    assert isinstance(records, RunRecords) and len(records) == 20
+    with slow:
+        expected = [bytes(view) for view in slow.messages]
+    assert bytes(records[0]) == expected[0] and [bytes(v) for v in records[5:7]] == expected[5:7]
+    assert [bytes(view) for view in records] == expected
+    read = records[19]
+    fast.release()
+    with pytest.raises(ValueError):
+        bytes(read)
+    unread, slow = scans()  # released before anyone read its records
+    slow.release()
+    assert unread is not None
+    unread.release()
+    with pytest.raises(ValueError):
+        list(unread.messages)
