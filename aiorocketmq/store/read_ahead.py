@@ -169,12 +169,20 @@ class ReadAhead:
         """None when every record of ``result`` is in memory; otherwise the read of
         those that are not, for the caller to await before it writes them."""
         cold: list[_Range] = []
+        # Back-to-back records of one file are asked about as one range: a pull the
+        # per-record scan answered holds a slice per record (1,000 of them, say).
+        ranges: list[tuple[MappedFile, int, int]] = []
         for selected in result.buffers:
             mapped = selected.file
             if mapped is None:
                 continue
             start = selected.start_offset - mapped.file_from_offset
             end = start + selected.view.nbytes
+            if ranges and ranges[-1][0] is mapped and ranges[-1][2] == start:
+                ranges[-1] = (mapped, ranges[-1][1], end)
+            else:
+                ranges.append((mapped, start, end))
+        for mapped, start, end in ranges:
             if not resident(mapped.buffer, start, end):
                 cold.append((mapped.buffer, start, end))
         if not cold:

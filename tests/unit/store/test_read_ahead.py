@@ -109,3 +109,37 @@ async def _read_one_cold(store: MessageStore) -> None:
     assert again is not None and again.queue_offset == COLD // 2
     assert read_ahead.cold_reads == cold_reads + 1  # in memory now: no thread
     assert await read_ahead.read_message(store.max_phy_offset) is None
+
+
+async def test_a_pull_of_one_slice_per_record_out_of_memory_is_read_first(tmp_path: Path) -> None:
+    """The per-record scan (a pull across files, say) holds a slice per record; back to
+    back ones are asked about as one range, and all are read before the reply."""
+    if not page_ops.populate_supported():
+        pytest.skip("no MADV_POPULATE_READ here: pulls read as before")
+    config = make_config(tmp_path)
+    store = await open_store(config)
+    try:
+        for body in BODIES:
+            await put_ok(store, inner(body))
+        await dispatched(store)
+    finally:
+        await store.shutdown()
+    os.sync()
+    drop_from_page_cache(tmp_path)
+    store = await open_store(config)
+    try:
+        queue = store.cq_table.get(TOPIC, 0)
+        assert queue is not None
+        units = queue.get_units(0, 32)
+        assert units is not None
+        with units:
+            per_record = store._getter._scan(units, 32, None, None)
+        with per_record:
+            assert len(per_record.buffers) == 32 and not in_memory(per_record)
+            pending = store.read_ahead.fault_in(per_record)
+            assert pending is not None
+            await pending
+            assert in_memory(per_record) and store.read_ahead.cold_reads == 1
+            assert bodies(per_record) == BODIES[:32]
+    finally:
+        await store.shutdown()
