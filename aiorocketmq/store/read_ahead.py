@@ -16,9 +16,10 @@ with ``MADV_POPULATE_READ`` in the pool, which releases the GIL, and the pull aw
 them.
 Where that madvise does not exist (Linux < 5.14) nothing changes.
 
-The same holds for one record read by its CommitLog offset (``read_message``): a
-send-back's original, a delayed or timed message due for delivery (hours or days
-old: the records most likely to have left memory), a POP's requeue.
+The same holds for records read by their CommitLog offsets (``read_message``,
+``fault_in_records``): a send-back's original, a delayed or timed message due for
+delivery (hours or days old: the records most likely to have left memory), an
+end-transaction's half message, a POP's requeue, an operator's view or key query.
 
 Must not: read on the loop, or outlive the records it reads (the result holds their
 files until it is released, after the reply is written; the pool only reads while the
