@@ -37,15 +37,16 @@ class _Series:
 
     def add(self, now: float, count: float, total: float) -> None:
         second = int(now)
-        if self._first is None:
-            self._first = now
-        if self._buckets and self._buckets[-1][0] == second:
-            bucket = self._buckets[-1]
+        buckets = self._buckets
+        if buckets and buckets[-1][0] == second:  # the usual event: this second's bucket
+            bucket = buckets[-1]
             bucket[1] += count
             bucket[2] += total
-        else:
-            self._buckets.append([second, count, total])
-        self._trim(second)
+            return
+        if self._first is None:
+            self._first = now
+        buckets.append([second, count, total])
+        self._trim(second)  # only a new second can push an old one out
 
     def _trim(self, second: int) -> None:
         while self._buckets and self._buckets[0][0] <= second - self._horizon:

@@ -45,8 +45,15 @@ _BORN_HOST: Final[Any] = MessageExt.__dict__["born_host"]
 _STORE_HOST: Final[Any] = MessageExt.__dict__["store_host"]
 _PREPARED_MARK: Final = MessageConst.PROPERTY_TRANSACTION_PREPARED + "\x01"
 _FIELDS: Final = tuple(f.name for f in fields(MessageExt))
-_OFFSET_NAMES: Final = frozenset(
-    {MessageConst.PROPERTY_MIN_OFFSET, MessageConst.PROPERTY_MAX_OFFSET}
+#: Properties a message may get before its properties are parsed: the reply's offsets,
+#: and the consume start the push consumer stamps on every message it hands over.
+#: They wait in ``_offsets`` and go in at the parse; a peek at one parses.
+_ADDED_NAMES: Final = frozenset(
+    {
+        MessageConst.PROPERTY_MIN_OFFSET,
+        MessageConst.PROPERTY_MAX_OFFSET,
+        MessageConst.PROPERTY_CONSUME_START_TIMESTAMP,
+    }
 )
 _TAGS_SETTER: Final[Any] = Message.__dict__["tags"].fset
 _KEYS_SETTER: Final[Any] = Message.__dict__["keys"].fset
@@ -58,7 +65,7 @@ class PulledMessage(MessageExt):
     __slots__ = ("_born_raw", "_offsets", "_properties_raw", "_store_raw")
 
     _properties_raw: str
-    _offsets: tuple[tuple[str, str], ...]  # (name, value) pairs added to the properties
+    _offsets: tuple[tuple[str, str], ...]  # (name, value) pairs put in at the parse
     _born_raw: tuple[bytes, int]
     _store_raw: tuple[bytes, int]
 
@@ -135,7 +142,7 @@ class PulledMessage(MessageExt):
         builds the whole dict (most of the client's cost per consumed message).
         """
         props: dict[str, str] | None = _PROPERTIES.__get__(self)
-        if props is None and name not in _OFFSET_NAMES:
+        if props is None and name not in _ADDED_NAMES:
             value = peek_property(self._properties_raw, name)
             if value != "":  # "": only the whole parse can tell
                 return value
@@ -144,6 +151,14 @@ class PulledMessage(MessageExt):
     def get_property(self, name: str) -> str | None:
         """Return a property value, or None."""
         return self._peek(name)
+
+    def put_property(self, name: str, value: str) -> None:
+        """Set any property; one of ``_ADDED_NAMES`` on unparsed properties waits for
+        the parse (a consume start stamped on every message parsed every message)."""
+        if _PROPERTIES.__get__(self) is None and name in _ADDED_NAMES:
+            self._offsets = (*self._offsets, (name, value))
+        else:
+            self.properties[name] = value
 
     @property
     def tags(self) -> str | None:

@@ -157,6 +157,26 @@ def test_a_property_read_before_parsing_equals_the_parsed_dicts(
     assert (fresh.keys, fresh.tags) == (parsed.keys, parsed.tags) == (want.keys, want.tags)
 
 
+def test_a_consume_start_put_before_parsing_waits_for_the_parse() -> None:
+    """The push consumer stamps every message it hands over: that put leaves the
+    properties unparsed, and every reader sees the stamp as a put after the parse."""
+    start = MessageConst.PROPERTY_CONSUME_START_TIMESTAMP
+    props = {MessageConst.PROPERTY_KEYS: "k1", start: "1", "USER": "u"}
+    raw = record("T", b"x", properties_to_string(props))
+    (msg,) = pulled_messages(raw, max_offset=9)
+    (want,) = reference(raw, None, 9)
+    for m in (msg, want):
+        m.put_property(start, "5")
+        m.put_property(start, "6")
+    assert pulled_module._PROPERTIES.__get__(msg) is None  # not parsed by the puts
+    assert msg.keys == ["k1"] and msg.get_property(start) == "6"
+    assert msg.properties == want.properties and msg.properties[start] == "6"
+    msg.put_property(start, "7")  # parsed now: into the dict
+    assert msg.get_property(start) == "7" and msg == dataclasses.replace(
+        want, properties={**want.properties, start: "7"}
+    )
+
+
 def test_prepared_is_read_without_parsing_other_messages() -> None:
     prepared = {MessageConst.PROPERTY_TRANSACTION_PREPARED: "TRUE", "UNIQ_KEY": "U1"}
     plain = {"UNIQ_KEY": "U2"}
