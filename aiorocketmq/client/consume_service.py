@@ -47,6 +47,7 @@ from aiorocketmq.common.constants import retry_topic
 from aiorocketmq.common.message import Message, MessageExt, MessageQueue
 from aiorocketmq.common.properties import MessageConst
 from aiorocketmq.common.protocol_bodies import MessageModel
+from aiorocketmq.runtime.work_queue import WorkQueue
 
 # The statuses, contexts and Listener are re-exported: they lived here first.
 __all__ = [
@@ -146,8 +147,8 @@ class ConcurrentConsumeService:
         self.runner = runner
         self.workers = workers
         # None is the end marker ``IteratorConsumeService`` puts at shutdown.
-        self._queue: asyncio.Queue[tuple[list[MessageExt], ProcessQueue, MessageQueue] | None] = (
-            asyncio.Queue()
+        self._queue: WorkQueue[tuple[list[MessageExt], ProcessQueue, MessageQueue] | None] = (
+            WorkQueue()
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._later: set[asyncio.TimerHandle] = set()
