@@ -13,9 +13,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self, overload
-
-import numpy as np
+from typing import Self, overload
 
 from aiorocketmq.store.mapped_file import SelectedBuffer
 
@@ -102,16 +100,16 @@ class RunRecords(Sequence[memoryview]):
 
     Args:
         view: the run's slice.
-        starts: each record's position in it.
+        base: the CommitLog offset ``view`` starts at.
+        starts: each record's CommitLog offset.
         sizes: each record's size.
     """
 
-    __slots__ = ("_sizes", "_starts", "_view", "_views")
+    __slots__ = ("_base", "_sizes", "_starts", "_view", "_views")
 
-    def __init__(
-        self, view: memoryview, starts: np.ndarray[Any, Any], sizes: np.ndarray[Any, Any]
-    ) -> None:
+    def __init__(self, view: memoryview, base: int, starts: list[int], sizes: list[int]) -> None:
         self._view = view
+        self._base = base
         self._starts = starts
         self._sizes = sizes
         self._views: list[memoryview] | None = None
@@ -131,10 +129,10 @@ class RunRecords(Sequence[memoryview]):
 
     def _made(self) -> list[memoryview]:
         if self._views is None:
-            view = self._view  # raises ValueError once the run is released, as documented
+            view, base = self._view, self._base  # a released run raises ValueError here
             self._views = [
-                view[start : start + size]
-                for start, size in zip(self._starts.tolist(), self._sizes.tolist(), strict=True)
+                view[start - base : start - base + size]
+                for start, size in zip(self._starts, self._sizes, strict=True)
             ]
         return self._views
 
@@ -176,27 +174,26 @@ class _HeldRecords:
         self.buffer_total_size += selected.size
 
     def add_run(
-        self, run: SelectedBuffer, starts: np.ndarray[Any, Any], sizes: np.ndarray[Any, Any]
+        self,
+        run: SelectedBuffer,
+        starts: list[int],
+        sizes: list[int],
+        total: int,
+        segments: list[tuple[int, int]],
     ) -> None:
-        """Take ownership of ``run``, one held slice of a file, whose records are at
-        ``starts`` (positions in it, increasing) with ``sizes`` (int64 arrays): one hold
-        for a whole pull instead of one per record. Only on an empty result."""
-        assert not self.buffers and not self.messages and len(starts)
-        view = run.view
+        """Take ownership of ``run``, one held slice of the CommitLog, whose records are
+        at the CommitLog offsets ``starts`` (increasing) with ``sizes`` (``total``
+        bytes), back to back within each of ``segments`` (``(begin, end)`` offsets):
+        one hold for a whole pull instead of one per record. Only on an empty result."""
+        assert not self.buffers and not self.messages and starts
+        view, base = run.view, run.start_offset
         self.buffers.append(run)
-        self.messages = RunRecords(view, starts, sizes)
-        self.buffer_total_size = int(sizes.sum())
-        if run.size == self.buffer_total_size:
+        self.messages = RunRecords(view, base, starts, sizes)
+        self.buffer_total_size = total
+        if run.size == total:
             self.run_views = [view]  # no gap: the slice is the body
             return
-        # Back-to-back records make one view: a view begins where a record does not
-        # follow the one before.
-        ends = starts + sizes
-        breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
-        firsts = np.concatenate(([0], breaks)).tolist()
-        lasts = np.concatenate((breaks - 1, [len(starts) - 1])).tolist()
-        begins, finishes = starts.tolist(), ends.tolist()
-        self.run_views = [view[begins[i] : finishes[j]] for i, j in zip(firsts, lasts, strict=True)]
+        self.run_views = [view[begin - base : end - base] for begin, end in segments]
 
     @property
     def message_count(self) -> int:

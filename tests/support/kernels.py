@@ -119,3 +119,11 @@ def use_produce_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> 
     from the reference ("python"), in the client API and the producer."""
     for module in ("aiorocketmq.client.mq_client_api", "aiorocketmq.client.producer"):
         _use_kernel(implementation, monkeypatch, module, "aiorocketmq.client._produce_kernels")
+
+
+def use_scan_kernel(implementation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make a pull's vectorised scan cut its units in C ("c") or with numpy ("python")."""
+    _use_kernel(
+        implementation, monkeypatch, "aiorocketmq.store.get_runs",
+        "aiorocketmq.store._scan_kernels",
+    )  # fmt: skip

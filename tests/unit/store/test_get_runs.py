@@ -9,14 +9,17 @@ import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aiorocketmq.common.tag_hash import tags_code
-from aiorocketmq.store.get_runs import scan_units
+from aiorocketmq.store.consume_queue import CQ_UNIT_DTYPE
+from aiorocketmq.store.get_runs import py_scan_cut, scan_units
 from aiorocketmq.store.message_store import MessageStore
 from aiorocketmq.store.results import GetMessageResult, RunRecords
+from tests.support.kernels import IMPLEMENTATIONS, kernel_or_skip, use_scan_kernel
 from tests.unit.store.store_support import (
     TOPIC,
     dispatched,
@@ -28,6 +31,12 @@ from tests.unit.store.store_support import (
 
 TAGS = ("a", "b", "c")
 COUNT = 120
+
+
+@pytest.fixture(autouse=True, params=IMPLEMENTATIONS)
+def _scan_kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here runs on the C cut and on the numpy reference."""
+    use_scan_kernel(request.param, monkeypatch)
 
 
 @pytest.fixture(scope="module")
@@ -185,3 +194,40 @@ def test_a_runs_records_are_made_when_read_and_unreadable_after_release(
     unread.release()
     with pytest.raises(ValueError):
         list(unread.messages)
+
+
+_UNITS = st.lists(
+    st.tuples(st.integers(0, 3), st.integers(-1, 3000), st.integers(-2, 3)),
+    min_size=0, max_size=60,
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    gaps_sizes_tags=_UNITS,
+    first=st.integers(0, 2**40),
+    codes=st.none() | st.frozensets(st.integers(-2, 3), max_size=3),
+    max_msgs=st.integers(1, 40),
+    threshold=st.integers(0, 40_000),
+    limits=st.tuples(*[st.integers(1, 60_000), st.integers(1, 40)] * 2),
+)
+def test_the_kernel_cuts_as_the_reference(
+    gaps_sizes_tags: list[tuple[int, int, int]],
+    first: int,
+    codes: frozenset[int] | None,
+    max_msgs: int,
+    threshold: int,
+    limits: tuple[int, int, int, int],
+) -> None:
+    """Any units (gaps between records, sizes <= 0, tags in and out of the set, byte
+    and count limits in memory and on disk): the same cut, records and segments."""
+    kernel = kernel_or_skip("aiorocketmq.store._scan_kernels")
+    array = np.zeros(len(gaps_sizes_tags), dtype=CQ_UNIT_DTYPE)
+    offset = 1000
+    for i, (gap, size, tag) in enumerate(gaps_sizes_tags):
+        offset += gap * 7
+        array[i] = (offset, size, tag)
+        offset += max(size, 0)
+    max_offset = offset + 100
+    args = (first, codes or None, max_msgs, max_offset, threshold, *limits)
+    assert kernel.scan_units(array, *args) == py_scan_cut(array, *args)
