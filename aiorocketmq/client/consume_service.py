@@ -117,9 +117,10 @@ def reset_retry_topic(msgs: list[MessageExt], group: str) -> None:
     """Messages pulled from ``%RETRY%<group>`` get their original topic back."""
     group_topic = retry_topic(group)
     for msg in msgs:
-        original = msg.get_property(MessageConst.PROPERTY_RETRY_TOPIC)
-        if original is not None and msg.topic == group_topic:
-            msg.topic = original
+        if msg.topic == group_topic:  # first: a property read costs more than this
+            original = msg.get_property(MessageConst.PROPERTY_RETRY_TOPIC)
+            if original is not None:
+                msg.topic = original
 
 
 def mark_consume_start(msgs: list[MessageExt]) -> None:
@@ -248,17 +249,22 @@ class ConcurrentConsumeService:
                 log.exception("consume failed group=%s mq=%s", self.host.group, mq)
 
     async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        host = self.host
         context = ConsumeConcurrentlyContext(mq)
-        reset_retry_topic(msgs, self.host.group)
+        reset_retry_topic(msgs, host.group)
         mark_consume_start(msgs)
         started = time.monotonic()
         assert self.runner is not None  # workers run only with a listener
         status = await self.runner.call(msgs, context)
-        self.host.stats.inc_consume_rt(
-            self.host.group, mq.topic, (time.monotonic() - started) * 1000
-        )
-        if not pq.dropped:
-            await self._process_result(status, context, msgs, pq, mq)
+        host.stats.inc_consume_rt(host.group, mq.topic, (time.monotonic() - started) * 1000)
+        if pq.dropped:
+            return
+        if status is ConsumeConcurrentlyStatus.RECONSUME_LATER and (
+            host.model is not MessageModel.BROADCASTING
+        ):
+            await self._process_result(status, context, msgs, pq, mq)  # sends back: awaits
+        else:
+            self._settle(status, msgs, [], pq, mq)  # no coroutine for the usual answer
 
     async def _process_result(
         self,

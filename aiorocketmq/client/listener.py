@@ -183,6 +183,7 @@ class ListenerRunner(Generic[S]):
     ) -> None:
         self.listener = listener
         self.status_type: type[S] = status_type
+        self._success: S = self._status(_SUCCESS)  # every listener's usual answer
         self.group = group
         self.is_async = is_async_listener(listener)
         if self.is_async and threaded:
@@ -302,7 +303,7 @@ class ListenerRunner(Generic[S]):
     def status_of(self, result: object) -> S:
         """The status a listener's return value stands for (module docstring's table)."""
         if result is None:
-            return self._status(_SUCCESS)
+            return self._success
         if isinstance(result, ConsumeConcurrentlyStatus | ConsumeOrderlyStatus):
             # Its own kind maps to itself; the other kind by meaning.
             table = _SUCCESS if result in _SUCCESS.values() else _FAILURE
