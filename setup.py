@@ -27,6 +27,7 @@ KERNELS = [
     "aiorocketmq/remoting/_observe_kernels.pyx",
     "aiorocketmq/store/_dispatch_kernels.pyx",
     "aiorocketmq/store/_index_kernels.pyx",
+    "aiorocketmq/store/_page_kernels.pyx",
     "aiorocketmq/store/_scan_kernels.pyx",
 ]
 

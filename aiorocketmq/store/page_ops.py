@@ -25,9 +25,17 @@ import mmap
 import os
 from typing import Any, Final
 
+from aiorocketmq.common.kernels import load_kernel
 from aiorocketmq.store.errors import StoreIOError
 
-__all__ = ["msync", "populate_read", "populate_supported", "populate_write", "resident"]
+__all__ = [
+    "msync",
+    "populate_read",
+    "populate_supported",
+    "populate_write",
+    "py_resident",
+    "resident",
+]
 
 _MADV_POPULATE_READ: Final = 22  # Linux >= 5.14; not exported by Python's mmap module
 _MADV_POPULATE_WRITE: Final = 23
@@ -135,8 +143,16 @@ def resident(mm: mmap.mmap, start: int, end: int) -> bool:
     reading it waits for no disk. True also where it cannot be told (no libc, an
     error, a read-only mapping): the caller then reads as it would have without asking.
 
-    A syscall of a few µs and one byte per page: for the loop, before it reads.
+    A syscall and one byte per page: for the loop, before it reads. In C
+    (``_page_kernels.pyx``) when built; ``py_resident`` is the reference.
     """
+    if _KERNEL is not None:
+        return _KERNEL.resident(mm, start, end)  # type: ignore[no-any-return]
+    return py_resident(mm, start, end)
+
+
+def py_resident(mm: mmap.mmap, start: int, end: int) -> bool:
+    """``resident`` through ctypes (about 1.7 µs a call here)."""
     if _MINCORE is None or end <= start:
         return True
     start -= start % _PAGE
@@ -170,3 +186,6 @@ def populate_supported() -> bool:
         finally:
             probe.close()
     return _SUPPORTED[0]
+
+
+_KERNEL = load_kernel("aiorocketmq.store._page_kernels")

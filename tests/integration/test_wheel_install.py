@@ -52,7 +52,7 @@ KERNELS = (
     "aiorocketmq.common._record_kernels", "aiorocketmq.remoting._frame_kernels",
     "aiorocketmq.remoting._json_kernels", "aiorocketmq.remoting._observe_kernels",
     "aiorocketmq.store._dispatch_kernels", "aiorocketmq.store._index_kernels",
-    "aiorocketmq.store._scan_kernels",
+    "aiorocketmq.store._page_kernels", "aiorocketmq.store._scan_kernels",
 )  # fmt: skip
 EXAMPLE_NAMESRV = "127.0.0.1:9876"
 COMMAND_TIMEOUT_S = 120
