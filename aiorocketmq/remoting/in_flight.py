@@ -16,6 +16,7 @@ import asyncio
 from collections import deque
 
 from aiorocketmq.remoting.errors import RemotingTooMuchRequestError
+from aiorocketmq.runtime.work_queue import wake_first
 
 __all__ = ["InFlightSlots"]
 
@@ -81,10 +82,5 @@ class InFlightSlots:
 
     def give(self) -> None:
         """Return a slot: to the longest waiter still waiting, else to the free count."""
-        waiters = self._waiters
-        while waiters:
-            waiter = waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
-        self._free += 1
+        if not wake_first(self._waiters):
+            self._free += 1

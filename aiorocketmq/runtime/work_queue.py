@@ -16,7 +16,7 @@ import asyncio
 from collections import deque
 from typing import Generic, TypeVar
 
-__all__ = ["WorkQueue"]
+__all__ = ["WorkQueue", "wake_first"]
 
 T = TypeVar("T")
 
@@ -36,7 +36,7 @@ class WorkQueue(Generic[T]):
     def put_nowait(self, item: T) -> None:
         """Add ``item`` and wake one waiting getter."""
         self._items.append(item)
-        self._wake_one()
+        wake_first(self._getters)
 
     async def get(self) -> T:
         """The oldest item, waiting for one when there is none."""
@@ -53,14 +53,17 @@ class WorkQueue(Generic[T]):
                 except ValueError:
                     pass
                 if items and not getter.cancelled():
-                    self._wake_one()  # woken, then cancelled: the item is another's
+                    wake_first(self._getters)  # woken, then cancelled: the item is another's
                 raise
         return items.popleft()
 
-    def _wake_one(self) -> None:
-        getters = self._getters
-        while getters:
-            getter = getters.popleft()
-            if not getter.done():
-                getter.set_result(None)
-                return
+
+def wake_first(waiters: deque[asyncio.Future[None]]) -> bool:
+    """Wake the longest waiter still waiting (cancelled ones are dropped); False when
+    none is."""
+    while waiters:
+        waiter = waiters.popleft()
+        if not waiter.done():
+            waiter.set_result(None)
+            return True
+    return False

@@ -4,7 +4,9 @@ thread first; records in memory cost no thread."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,27 +40,41 @@ def in_memory(result: GetMessageResult) -> bool:
 async def test_records_not_in_memory_are_read_before_the_pull_answers(tmp_path: Path) -> None:
     if not page_ops.populate_supported():
         pytest.skip("no MADV_POPULATE_READ here: pulls read as before")
-    config = make_config(tmp_path, flush_interval_commit_log=10)
+
+    def warm(store: MessageStore) -> None:
+        written = store.get_message("g", TOPIC, 0, MESSAGES - 32, 32)
+        assert written is not None and written.status is GetMessageStatus.FOUND
+        with written:
+            assert store.read_ahead.fault_in(written) is None  # just written: no thread
+        assert store.read_ahead.fault_in_units(TOPIC, 0, MESSAGES - 32, 32) is None
+        assert store.read_ahead.cold_reads == 0
+
+    store = await _restarted_cold(
+        tmp_path, make_config(tmp_path, flush_interval_commit_log=10), warm
+    )
+    try:
+        await _read_cold(store)
+    finally:
+        await store.shutdown()
+
+
+async def _restarted_cold(
+    tmp_path: Path, config: Any, check: Callable[[MessageStore], None] | None = None
+) -> MessageStore:
+    """The store with BODIES written (``check`` run on it then), closed, its files out
+    of the page cache, and open again."""
     store = await open_store(config)
     try:
         for body in BODIES:
             await put_ok(store, inner(body))
         await dispatched(store)
-        warm = store.get_message("g", TOPIC, 0, MESSAGES - 32, 32)
-        assert warm is not None and warm.status is GetMessageStatus.FOUND
-        with warm:
-            assert store.read_ahead.fault_in(warm) is None  # just written: no thread
-        assert store.read_ahead.fault_in_units(TOPIC, 0, MESSAGES - 32, 32) is None
-        assert store.read_ahead.cold_reads == 0
+        if check is not None:
+            check(store)
     finally:
         await store.shutdown()
     os.sync()
     drop_from_page_cache(tmp_path)
-    store = await open_store(config)
-    try:
-        await _read_cold(store)
-    finally:
-        await store.shutdown()
+    return await open_store(config)
 
 
 async def _read_cold(store: MessageStore) -> None:
@@ -116,17 +132,7 @@ async def test_a_pull_of_one_slice_per_record_out_of_memory_is_read_first(tmp_pa
     back ones are asked about as one range, and all are read before the reply."""
     if not page_ops.populate_supported():
         pytest.skip("no MADV_POPULATE_READ here: pulls read as before")
-    config = make_config(tmp_path)
-    store = await open_store(config)
-    try:
-        for body in BODIES:
-            await put_ok(store, inner(body))
-        await dispatched(store)
-    finally:
-        await store.shutdown()
-    os.sync()
-    drop_from_page_cache(tmp_path)
-    store = await open_store(config)
+    store = await _restarted_cold(tmp_path, make_config(tmp_path))
     try:
         queue = store.cq_table.get(TOPIC, 0)
         assert queue is not None
