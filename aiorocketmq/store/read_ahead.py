@@ -101,19 +101,19 @@ class ReadAhead:
         cold: list[tuple[MappedFile, int, int]] = []
         for offset in offsets:
             mapped = self._commit_log.queue.find_file(offset)
-            if mapped is None:
+            if mapped is None or not mapped.hold():  # held first: a shut file is unmapped
                 continue
             start = offset - mapped.file_from_offset
             limit = mapped.read_position
-            if start < 0 or start + _SIZE_FIELD > limit:
-                continue
             buffer = mapped.buffer
-            if resident(buffer, start, start + _SIZE_FIELD) and resident(
-                buffer, start, _record_end(buffer, start, limit)
-            ):
+            if (
+                start < 0 or start + _SIZE_FIELD > limit
+                or (resident(buffer, start, start + _SIZE_FIELD)
+                    and resident(buffer, start, _record_end(buffer, start, limit)))
+            ):  # fmt: skip
+                mapped.release()  # nothing to read, or nothing cold
                 continue
-            if mapped.hold():
-                cold.append((mapped, start, limit))
+            cold.append((mapped, start, limit))
         if not cold:
             return None
         self.cold_reads += 1
@@ -149,13 +149,12 @@ class ReadAhead:
     def _fault_in_file(
         self, mapped: MappedFile | None, offset: int, size: int
     ) -> Awaitable[None] | None:
-        if mapped is None:
+        if mapped is None or not mapped.hold():  # held first: a shut file is unmapped
             return None
         start = offset - mapped.file_from_offset
         end = min(mapped.read_position, start + size)
         if start < 0 or end <= start or resident(mapped.buffer, start, end):
-            return None
-        if not mapped.hold():
+            mapped.release()
             return None
         self.cold_reads += 1
         return self._read_held(mapped, start, end)

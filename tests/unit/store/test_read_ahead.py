@@ -149,3 +149,15 @@ async def test_a_pull_of_one_slice_per_record_out_of_memory_is_read_first(tmp_pa
             assert bodies(per_record) == BODIES[:32]
     finally:
         await store.shutdown()
+
+
+async def test_a_shut_store_reads_nothing_ahead_and_finds_nothing(tmp_path: Path) -> None:
+    store = await open_store(make_config(tmp_path))
+    offset = (await put_ok(store, inner(b"x" * 100))).physical_offset
+    await dispatched(store)
+    read_ahead = store.read_ahead
+    assert await read_ahead.read_message(offset) is not None
+    await store.shutdown()
+    assert read_ahead.fault_in_record(offset) is None  # its file is shut: not touched
+    assert read_ahead.fault_in_commit_log(offset, 1024) is None
+    assert await read_ahead.read_message(offset) is None
