@@ -26,7 +26,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Protocol
+from collections.abc import Coroutine
+from typing import Any, Protocol
 
 from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.errors import BrokerNotFoundError, MQClientError
@@ -195,33 +196,22 @@ class ConcurrentConsumeService:
                 self._queue.put_nowait((msgs[start : start + size], pq, mq))
 
     def _consume_threaded(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        """``_consume`` for a threaded listener, with its answer handled in a callback:
+        """A worker's consume for a threaded listener, its answer handled in a callback:
         a pull of 32 messages costs the loop no task switch per message. Only a batch
         to send back (RECONSUME_LATER, clustering) gets a task."""
         assert self.runner is not None
         if self._stopped:
             return  # a pull that lands during shutdown: consumed again after a restart
-        context = ConsumeConcurrentlyContext(mq)
-        reset_retry_topic(msgs, self.host.group)
-        mark_consume_start(msgs)
-        started = time.monotonic()
+        context, started = self._begin(msgs, mq)
 
         def done(status: ConsumeConcurrentlyStatus) -> None:
             if self._stopped:
                 return  # shut down meanwhile: the batch stays uncommitted, as a worker's
-            self.host.stats.inc_consume_rt(
-                self.host.group, mq.topic, (time.monotonic() - started) * 1000
-            )
-            if pq.dropped:
-                return
-            if status is ConsumeConcurrentlyStatus.RECONSUME_LATER and (
-                self.host.model is not MessageModel.BROADCASTING
-            ):
-                task = asyncio.create_task(self._process_result(status, context, msgs, pq, mq))
+            sending_back = self._end(status, context, msgs, pq, mq, started)
+            if sending_back is not None:
+                task = asyncio.create_task(sending_back)
                 self._sending_back.add(task)
                 task.add_done_callback(self._sending_back.discard)
-                return
-            self._settle(status, msgs, [], pq, mq)
 
         self.runner.submit(msgs, context, done, lambda: pq.dropped)
 
@@ -236,6 +226,8 @@ class ConcurrentConsumeService:
         self._later.add(handle)
 
     async def _worker(self) -> None:
+        runner = self.runner
+        assert runner is not None  # workers run only with a listener
         while True:
             item = await self._queue.get()
             if item is None:
@@ -243,28 +235,41 @@ class ConcurrentConsumeService:
             msgs, pq, mq = item
             if pq.dropped:
                 continue
+            # A batch's consume inline, no coroutine of its own: one per message.
             try:
-                await self._consume(msgs, pq, mq)
+                context, started = self._begin(msgs, mq)
+                status = await runner.call(msgs, context)
+                sending_back = self._end(status, context, msgs, pq, mq, started)
+                if sending_back is not None:
+                    await sending_back
             except Exception:
                 log.exception("consume failed group=%s mq=%s", self.host.group, mq)
 
-    async def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        host = self.host
-        context = ConsumeConcurrentlyContext(mq)
-        reset_retry_topic(msgs, host.group)
+    def _begin(
+        self, msgs: list[MessageExt], mq: MessageQueue
+    ) -> tuple[ConsumeConcurrentlyContext, float]:
+        """Before a listener call: the retry topic reset, the consume start stamped, its
+        context and the clock."""
+        reset_retry_topic(msgs, self.host.group)
         mark_consume_start(msgs)
-        started = time.monotonic()
-        assert self.runner is not None  # workers run only with a listener
-        status = await self.runner.call(msgs, context)
+        return ConsumeConcurrentlyContext(mq), time.monotonic()
+
+    def _end(  # noqa: PLR0917 - a call's state, positional on every message
+        self, status: ConsumeConcurrentlyStatus, context: ConsumeConcurrentlyContext,
+        msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue, started: float,
+    ) -> Coroutine[Any, Any, None] | None:  # fmt: skip
+        """After a listener call: its time counted, then its batch settled, or the send-back
+        to run when it asked to consume later (clustering); None when nothing is left."""
+        host = self.host
         host.stats.inc_consume_rt(host.group, mq.topic, (time.monotonic() - started) * 1000)
         if pq.dropped:
-            return
+            return None
         if status is ConsumeConcurrentlyStatus.RECONSUME_LATER and (
             host.model is not MessageModel.BROADCASTING
         ):
-            await self._process_result(status, context, msgs, pq, mq)  # sends back: awaits
-        else:
-            self._settle(status, msgs, [], pq, mq)  # no coroutine for the usual answer
+            return self._process_result(status, context, msgs, pq, mq)
+        self._settle(status, msgs, [], pq, mq)  # no coroutine for the usual answer
+        return None
 
     async def _process_result(
         self,
