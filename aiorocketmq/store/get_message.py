@@ -41,7 +41,7 @@ from aiorocketmq.store.config import BrokerRole, MessageStoreConfig
 from aiorocketmq.store.consume_queue import UnitSlice, tags_match
 from aiorocketmq.store.consume_queue_table import ConsumeQueueTable
 from aiorocketmq.store.get_runs import WORTH_UNITS, scan_units
-from aiorocketmq.store.index_service import IndexService
+from aiorocketmq.store.index_service import IndexService, QueryOffsetResult
 from aiorocketmq.store.mapped_file import SelectedBuffer
 from aiorocketmq.store.results import GetMessageResult, GetMessageStatus, QueryMessageResult
 from aiorocketmq.store.store_stats import StoreStats
@@ -287,19 +287,25 @@ class MessageGetter:
 
     # -- by key --------------------------------------------------------------------------
 
-    def query_message(
-        self, topic: str, key: str, max_num: int, begin: int, end: int
-    ) -> QueryMessageResult:
+    def query_message(  # noqa: PLR0917 - the query's window, as QUERY_MESSAGE names it
+        self, topic: str, key: str, max_num: int, begin: int, end: int,
+        first: QueryOffsetResult | None = None,
+    ) -> QueryMessageResult:  # fmt: skip
         """Messages whose ``KEYS`` or ``UNIQ_KEY`` hash like ``key`` in ``[begin, end]``.
 
         Up to three rounds: when the offsets found cannot be read, the window's end
         moves to the store time of the first one read and the index is asked again.
         Hash collisions are returned too; callers check the real key. Release it.
+        ``first``: the first round's lookup, when the caller made it already (to read
+        its records ahead).
         """
         result = QueryMessageResult()
         last_query_time = end
         for _ in range(QUERY_ROUNDS):
-            found = self._index.query_offset(topic, key, max_num, begin, last_query_time)
+            found = first
+            if found is None:
+                found = self._index.query_offset(topic, key, max_num, begin, last_query_time)
+            first = None
             if not found.phy_offsets:
                 break
             result.index_last_update_phyoffset = found.index_last_update_phyoffset

@@ -60,7 +60,7 @@ from aiorocketmq.store.errors import StoreError
 from aiorocketmq.store.flush import FlushRealTimeService, GroupCommitService
 from aiorocketmq.store.get_message import MessageGetter, RecordFilter
 from aiorocketmq.store.index_file import IndexFile
-from aiorocketmq.store.index_service import IndexService
+from aiorocketmq.store.index_service import IndexService, QueryOffsetResult
 from aiorocketmq.store.inner_message import MessageExtBatch, MessageExtBrokerInner
 from aiorocketmq.store.mapped_file import MappedFile, SelectedBuffer, delete_files_blocking
 from aiorocketmq.store.put_message import MessagePutter, ReplicaWaiter
@@ -415,16 +415,17 @@ class MessageStore(Service):
             return None
         return self._getter.select_one_message_by_offset(physical_offset)
 
-    def query_message(
-        self, topic: str, key: str, max_num: int, begin: int, end: int
-    ) -> QueryMessageResult:
+    def query_message(  # noqa: PLR0917 - the query's window, as QUERY_MESSAGE names it
+        self, topic: str, key: str, max_num: int, begin: int, end: int,
+        first: QueryOffsetResult | None = None,
+    ) -> QueryMessageResult:  # fmt: skip
         """Messages by ``KEYS``/``UNIQ_KEY`` stored in ``[begin, end]`` ms; release it.
 
-        Empty when the store is not serving.
+        Empty when the store is not serving. ``first``: the index lookup made already.
         """
         if not self.running:
             return QueryMessageResult()
-        return self._getter.query_message(topic, key, max_num, begin, end)
+        return self._getter.query_message(topic, key, max_num, begin, end, first)
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         """Next queue offset to be written; 0 for an unknown queue."""

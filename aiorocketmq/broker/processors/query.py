@@ -71,12 +71,13 @@ class QueryProcessor:
             max_num = self._ctx.store_config.default_query_max_num
         store = self._ctx.store
         window = (header.topic, header.key, max_num, header.begin_timestamp, header.end_timestamp)
-        if store.running:
-            found = store.index_service.query_offset(*window).phy_offsets
-            pending = store.read_ahead.fault_in_records(found)
+        found = None
+        if store.running:  # the lookup once: its records read ahead, then answered
+            found = store.index_service.query_offset(*window)
+            pending = store.read_ahead.fault_in_records(found.phy_offsets)
             if pending is not None:
                 await pending
-        result = store.query_message(*window)
+        result = store.query_message(*window, found)
         with result:
             fields = QueryMessageResponseHeader(
                 index_last_update_timestamp=result.index_last_update_timestamp,
