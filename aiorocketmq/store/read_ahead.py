@@ -117,15 +117,8 @@ class ReadAhead:
         if not cold:
             return None
         self.cold_reads += 1
-        return self._read_records_held(cold)
-
-    async def _read_records_held(self, cold: list[tuple[MappedFile, int, int]]) -> None:
-        try:
-            records = [(mapped.buffer, start, limit) for mapped, start, limit in cold]
-            await self._pool().run(_read_records_blocking, records)
-        finally:
-            for mapped, _start, _limit in cold:
-                mapped.release()
+        records = [(mapped.buffer, start, limit) for mapped, start, limit in cold]
+        return self._read_held([mapped for mapped, _, _ in cold], _read_records_blocking, records)
 
     def fault_in_units(
         self, topic: str, queue_id: int, offset: int, max_msgs: int
@@ -157,13 +150,17 @@ class ReadAhead:
             mapped.release()
             return None
         self.cold_reads += 1
-        return self._read_held(mapped, start, end)
+        return self._read_held([mapped], _read_blocking, [(mapped.buffer, start, end)])
 
-    async def _read_held(self, mapped: MappedFile, start: int, end: int) -> None:
+    async def _read_held(
+        self, held: list[MappedFile], read: Callable[[list[_Range]], None], ranges: list[_Range]
+    ) -> None:
+        """``read(ranges)`` in the pool, then ``held`` released (each was held once)."""
         try:
-            await self._pool().run(_read_blocking, [(mapped.buffer, start, end)])
+            await self._pool().run(read, ranges)
         finally:
-            mapped.release()
+            for mapped in held:
+                mapped.release()
 
     def fault_in(self, result: GetMessageResult) -> Awaitable[None] | None:
         """None when every record of ``result`` is in memory; otherwise the read of
